@@ -1,0 +1,108 @@
+// Package kv defines Lethe's storage contract: a transactional, ordered key-value
+// store. Every engine behaviour is written once against this interface and runs on
+// every backend (embedded Pebble today, PostgreSQL later).
+//
+// # Design principles
+//
+//   - Keys and values are opaque byte strings; keys sort bytewise.
+//   - All access goes through managed transactions: [Store.View] for a consistent
+//     read-only snapshot and [Store.Update] for an atomic read-write transaction.
+//     The function's error (or panic) rolls the transaction back; a nil return commits.
+//   - Update retries [ErrConflict] by itself, so callers never see it from Update;
+//     the function passed to Update must therefore be safe to run more than once.
+//   - A committed Update is durable when Update returns, unless the store was opened
+//     without durability (an in-memory store). Concurrent committers share syncs
+//     (group commit), so durability does not serialise throughput on the disk.
+//   - Contexts are per call and never stored.
+//   - Slices returned by Get and by an Iterator are valid only until the transaction
+//     ends (Get) or the iterator moves (Iterator); copy them to keep them.
+//   - Reads inside an Update see that transaction's own writes.
+//
+// Backends map their own errors onto the sentinels below; the contract suite in
+// kv/kvtest checks that they do.
+package kv
+
+import (
+	"context"
+	"errors"
+)
+
+// Sentinel errors. Backends return these (possibly wrapped) and callers branch on
+// them with errors.Is.
+var (
+	// ErrNotFound is returned by Get when the key is absent.
+	ErrNotFound = errors.New("kv: not found")
+	// ErrConflict means a concurrent transaction wrote data this one depended on;
+	// the transaction may be retried. Update retries it internally.
+	ErrConflict = errors.New("kv: conflict")
+	// ErrClosed is returned by every method of a closed store.
+	ErrClosed = errors.New("kv: store closed")
+	// ErrReadOnly is returned by writes attempted through a read-only transaction.
+	ErrReadOnly = errors.New("kv: read-only transaction")
+)
+
+// Store is a transactional ordered key-value store.
+type Store interface {
+	// View runs fn in a read-only transaction over a consistent snapshot.
+	View(ctx context.Context, fn func(Reader) error) error
+	// Update runs fn in a read-write transaction and commits it atomically if fn
+	// returns nil. It returns fn's error unchanged, or the commit error wrapped.
+	Update(ctx context.Context, fn func(Tx) error) error
+	// Close releases the store. It is safe to call more than once.
+	Close() error
+}
+
+// Reader is the read side of a transaction.
+type Reader interface {
+	// Get returns the value stored at key, or ErrNotFound.
+	Get(key []byte) ([]byte, error)
+	// Scan returns an iterator over the keys in [start, end) in ascending order,
+	// or descending order when reverse is true. A nil end means no upper bound.
+	// The caller must Close the iterator.
+	Scan(start, end []byte, reverse bool) Iterator
+}
+
+// Tx is a read-write transaction.
+type Tx interface {
+	Reader
+	// Put stores value at key, replacing any previous value. The store copies both.
+	Put(key, value []byte) error
+	// Delete removes key; deleting an absent key is not an error.
+	Delete(key []byte) error
+	// DeleteRange removes every key in [start, end).
+	DeleteRange(start, end []byte) error
+}
+
+// Iterator walks a key range. Use it as:
+//
+//	it := r.Scan(start, end, false)
+//	defer it.Close()
+//	for it.Next() {
+//		use(it.Key(), it.Value())
+//	}
+//	if err := it.Err(); err != nil { ... }
+type Iterator interface {
+	// Next advances to the next entry and reports whether there is one.
+	Next() bool
+	// Key returns the current key; valid until the next call to Next.
+	Key() []byte
+	// Value returns the current value; valid until the next call to Next.
+	Value() []byte
+	// Err returns the first error the iterator met, if any.
+	Err() error
+	// Close releases the iterator and returns Err.
+	Close() error
+}
+
+// PrefixEnd returns the smallest key greater than every key with the given prefix,
+// or nil when no such key exists (the prefix is all 0xff bytes).
+func PrefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}
