@@ -1,0 +1,290 @@
+// Command lethe runs the Lethe server: the Azure Cosmos DB (NoSQL) REST API over
+// an embedded store, with exact time to live.
+//
+//	lethe serve [flags]   run the server
+//	lethe version         print the version
+//
+// Every serve flag can also be set with an environment variable: --data-dir is
+// LETHE_DATA_DIR, and so on. Flags win over the environment.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lethe-db/lethe/engine"
+	"github.com/lethe-db/lethe/gateway"
+	"github.com/lethe-db/lethe/kv/pebblekv"
+	"github.com/lethe-db/lethe/tlscert"
+)
+
+// EmulatorKey is the Cosmos DB emulator's well-known master key, the default
+// for local use.
+const EmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = ""
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "lethe:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		usage(stderr)
+		return errors.New("no command given")
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "lethe", versionString())
+		return nil
+	case "help", "-h", "--help":
+		usage(stdout)
+		return nil
+	}
+	usage(stderr)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Lethe: a Cosmos DB-compatible document server with exact time to live.
+
+Usage:
+  lethe serve [flags]   run the server (lethe serve -h lists the flags)
+  lethe version         print the version
+`)
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		rev, dirty := "", false
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if rev != "" {
+			if len(rev) > 12 {
+				rev = rev[:12]
+			}
+			if dirty {
+				rev += "-dirty"
+			}
+			return "dev-" + rev
+		}
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			return bi.Main.Version
+		}
+	}
+	return "dev"
+}
+
+// config is the serve command's configuration.
+type config struct {
+	addr        string
+	dataDir     string
+	key         string
+	tls         bool
+	tlsCert     string
+	tlsKey      string
+	consistency string
+	inMemory    bool
+	logLevel    string
+	logFormat   string
+}
+
+func parseServeFlags(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.addr, "addr", env("LETHE_ADDR", "127.0.0.1:8081"), "listen address (LETHE_ADDR)")
+	fs.StringVar(&c.dataDir, "data-dir", env("LETHE_DATA_DIR", "./lethe-data"), "data directory (LETHE_DATA_DIR)")
+	fs.StringVar(&c.key, "key", env("LETHE_KEY", EmulatorKey), "base64 master key; the default is the Cosmos emulator's well-known key (LETHE_KEY)")
+	fs.BoolVar(&c.tls, "tls", envBool("LETHE_TLS"), "serve https with a self-signed certificate kept in the data dir (LETHE_TLS)")
+	fs.StringVar(&c.tlsCert, "tls-cert", env("LETHE_TLS_CERT", ""), "serve https with this certificate file (LETHE_TLS_CERT)")
+	fs.StringVar(&c.tlsKey, "tls-key", env("LETHE_TLS_KEY", ""), "private key file for --tls-cert (LETHE_TLS_KEY)")
+	fs.StringVar(&c.consistency, "consistency", env("LETHE_CONSISTENCY", "Session"), "account default consistency: Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual (LETHE_CONSISTENCY)")
+	fs.BoolVar(&c.inMemory, "in-memory", envBool("LETHE_IN_MEMORY"), "keep everything in memory and write nothing to disk: a throwaway server for test suites (LETHE_IN_MEMORY)")
+	fs.StringVar(&c.logLevel, "log-level", env("LETHE_LOG_LEVEL", "info"), "debug, info, warn or error (LETHE_LOG_LEVEL)")
+	fs.StringVar(&c.logFormat, "log-format", env("LETHE_LOG_FORMAT", "text"), "text or json (LETHE_LOG_FORMAT)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	return c, c.validate()
+}
+
+// validate reports every problem with the configuration at once.
+func (c *config) validate() error {
+	var errs []error
+	if k, err := base64.StdEncoding.DecodeString(c.key); err != nil || len(k) == 0 {
+		errs = append(errs, errors.New("--key must be a non-empty base64 string"))
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		errs = append(errs, errors.New("--tls-cert and --tls-key go together"))
+	}
+	levels := map[string]string{"strong": "Strong", "boundedstaleness": "BoundedStaleness", "session": "Session", "consistentprefix": "ConsistentPrefix", "eventual": "Eventual"}
+	if l, ok := levels[strings.ToLower(c.consistency)]; ok {
+		c.consistency = l
+	} else {
+		errs = append(errs, fmt.Errorf("--consistency %q is not a consistency level", c.consistency))
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
+		errs = append(errs, fmt.Errorf("--log-level %q is not a level", c.logLevel))
+	}
+	if c.logFormat != "text" && c.logFormat != "json" {
+		errs = append(errs, fmt.Errorf("--log-format %q is not text or json", c.logFormat))
+	}
+	return errors.Join(errs...)
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func envBool(name string) bool {
+	switch strings.ToLower(os.Getenv(name)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
+}
+
+func newLogger(c *config, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.logLevel))
+	o := &slog.HandlerOptions{Level: lvl}
+	if c.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+func serve(args []string, stdout, stderr io.Writer) error {
+	c, err := parseServeFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := newLogger(c, stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	started := time.Now()
+	store, err := pebblekv.Open(pebblekv.Options{Dir: c.dataDir, InMemory: c.inMemory, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := store.Close(); err != nil {
+			log.Error("close store", "err", err)
+		}
+	}()
+	eng, err := engine.Open(ctx, engine.Options{Store: store, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+
+	key, _ := base64.StdEncoding.DecodeString(c.key)
+	srv := gateway.New(gateway.Options{Engine: eng, Key: key, Consistency: c.consistency, Logger: log, Version: versionString()})
+
+	var cert *tls.Certificate
+	switch {
+	case c.tlsCert != "":
+		kp, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+		if err != nil {
+			return fmt.Errorf("load TLS certificate: %w", err)
+		}
+		cert = &kp
+	case c.tls && c.inMemory:
+		kp, _, err := tlscert.Generate()
+		if err != nil {
+			return err
+		}
+		cert = &kp
+	case c.tls:
+		certFile, keyFile, err := tlscert.LoadOrCreate(c.dataDir)
+		if err != nil {
+			return err
+		}
+		kp, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return fmt.Errorf("load TLS certificate: %w", err)
+		}
+		cert = &kp
+		log.Info("TLS certificate", "cert", certFile)
+	}
+
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.addr, err)
+	}
+	scheme := "http"
+	if cert != nil {
+		scheme = "https"
+	}
+	url := scheme + "://" + ln.Addr().String() + "/"
+	log.Info("lethe started", "version", versionString(), "endpoint", url, "data_dir", dataDirLabel(c), "startup", time.Since(started).Round(time.Millisecond))
+	// A line on stdout that scripts and tests wait for.
+	fmt.Fprintln(stdout, "lethe: listening on", url)
+
+	errc := make(chan error, 1)
+	go func() {
+		if cert != nil {
+			errc <- srv.ServeTLS(ln, *cert)
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight requests")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Error("shutdown", "err", err)
+	}
+	<-errc
+	log.Info("stopped")
+	return nil
+}
+
+func dataDirLabel(c *config) string {
+	if c.inMemory {
+		return "(in memory)"
+	}
+	return c.dataDir
+}

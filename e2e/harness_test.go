@@ -1,0 +1,264 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+)
+
+// emulatorKey is the Cosmos DB emulator's well-known key, Lethe's default.
+const emulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+
+// letheBin is the binary under test: $LETHE_BIN, or one built by TestMain.
+var letheBin string
+
+func TestMain(m *testing.M) {
+	letheBin = os.Getenv("LETHE_BIN")
+	if letheBin == "" {
+		dir, err := os.MkdirTemp("", "lethe-e2e-bin")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		letheBin = filepath.Join(dir, "lethe")
+		build := exec.Command("go", "build", "-o", letheBin, "../cmd/lethe")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build lethe:", err)
+			os.Exit(1)
+		}
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// serverOpts choose how a test server runs.
+type serverOpts struct {
+	DataDir  string // "" with InMemory false means a fresh t.TempDir()
+	InMemory bool
+	TLS      bool
+	Args     []string
+}
+
+// server is a running lethe process.
+type server struct {
+	URL     string
+	DataDir string
+	cmd     *exec.Cmd
+	stderr  *lockedBuffer
+	done    chan struct{}
+	waitErr error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startServer starts lethe on 127.0.0.1:0 and waits for its listening line. The
+// server is stopped (SIGTERM) when the test ends, if it is still running.
+func startServer(t testing.TB, o serverOpts) *server {
+	t.Helper()
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--log-level", "warn"}
+	if o.InMemory {
+		args = append(args, "--in-memory")
+	} else {
+		if o.DataDir == "" {
+			o.DataDir = t.TempDir()
+		}
+		args = append(args, "--data-dir", o.DataDir)
+	}
+	if o.TLS {
+		args = append(args, "--tls")
+	}
+	args = append(args, o.Args...)
+	cmd := exec.Command(letheBin, args...)
+	s := &server{DataDir: o.DataDir, cmd: cmd, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = s.stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start lethe: %v", err)
+	}
+	urlc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "lethe: listening on "); ok {
+				urlc <- strings.TrimSuffix(u, "/")
+			}
+		}
+	}()
+	go func() {
+		s.waitErr = cmd.Wait()
+		close(s.done)
+	}()
+	select {
+	case s.URL = <-urlc:
+	case <-s.done:
+		t.Fatalf("lethe exited before listening: %v\n%s", s.waitErr, s.stderr)
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("lethe did not start in 30s\n%s", s.stderr)
+	}
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (s *server) stop(t testing.TB) {
+	t.Helper()
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+		if s.waitErr != nil {
+			t.Errorf("lethe exited with %v\n%s", s.waitErr, s.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		t.Errorf("lethe did not stop within 30s of SIGTERM\n%s", s.stderr)
+	}
+}
+
+// kill ends the server with SIGKILL, as a crash would.
+func (s *server) kill() {
+	_ = s.cmd.Process.Kill()
+	<-s.done
+}
+
+// httpClient returns a client for the server (trusting its self-signed certificate).
+func (s *server) httpClient() *http.Client {
+	return &http.Client{
+		Timeout:   60 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true},
+	}
+}
+
+// client returns an official Go SDK client for the server.
+func (s *server) client(t testing.TB) *azcosmos.Client {
+	t.Helper()
+	cred, err := azcosmos.NewKeyCredential(emulatorKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Transport: s.httpClient(),
+		Retry:     policy.RetryOptions{MaxRetries: 2, RetryDelay: 10 * time.Millisecond},
+	}}
+	c, err := azcosmos.NewClientWithKey(s.URL+"/", cred, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// rawResponse is a response to a raw request.
+type rawResponse struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// do sends a raw request signed with the master key (unless headers carry their
+// own Authorization) and returns the response. path is the escaped path, e.g.
+// "/dbs/d/colls/c/docs".
+func (s *server) do(t testing.TB, method, path string, headers map[string]string, body []byte) rawResponse {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	date := time.Now().UTC().Format(http.TimeFormat)
+	req.Header.Set("x-ms-date", date)
+	req.Header.Set("x-ms-version", "2020-11-05")
+	if _, ok := headers["Authorization"]; !ok {
+		req.Header.Set("Authorization", signRequest(method, path, date))
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := s.httpClient().Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rawResponse{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// signRequest computes the master-key Authorization header for a request,
+// independently of the server's code (shared/PROTOCOL.md section 2).
+func signRequest(method, escapedPath, date string) string {
+	var segs []string
+	for _, p := range strings.Split(escapedPath, "/") {
+		if p == "" {
+			continue
+		}
+		d, err := url.PathUnescape(p)
+		if err != nil {
+			d = p
+		}
+		segs = append(segs, d)
+	}
+	var typ, link string
+	switch {
+	case len(segs) == 0:
+	case len(segs)%2 == 1:
+		typ, link = segs[len(segs)-1], strings.Join(segs[:len(segs)-1], "/")
+	default:
+		typ, link = segs[len(segs)-2], strings.Join(segs, "/")
+	}
+	if typ == "offers" && len(segs) == 2 {
+		link = strings.ToLower(segs[1])
+	}
+	payload := strings.ToLower(method) + "\n" + strings.ToLower(typ) + "\n" + link + "\n" + strings.ToLower(date) + "\n\n"
+	key, _ := base64.StdEncoding.DecodeString(emulatorKey)
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(payload))
+	sig := base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	return url.QueryEscape("type=master&ver=1.0&sig=" + sig)
+}

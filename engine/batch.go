@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/kv"
+)
+
+// BatchOp is one operation of a transactional batch.
+type BatchOp struct {
+	// Type is Create, Upsert, Read, Replace, Delete or Patch (case-insensitive).
+	Type string
+	// ID names the document for Read, Replace, Delete and Patch.
+	ID string
+	// Body is the document (Create, Upsert, Replace) or the patch request (Patch).
+	Body []byte
+	// IfMatch and IfNoneMatch are the operation's preconditions.
+	IfMatch, IfNoneMatch string
+}
+
+// BatchOutcome is a successful operation's kind of result.
+type BatchOutcome int
+
+// Outcomes of batch operations, mapped to statuses by the gateway.
+const (
+	OutcomeOK        BatchOutcome = iota // 200
+	OutcomeCreated                       // 201
+	OutcomeNoContent                     // 204
+)
+
+// BatchResult is one operation's result.
+type BatchResult struct {
+	// Err is the operation's failure; nil on success. When the batch fails, every
+	// operation other than the failing one has a FailedDependency error.
+	Err     error
+	Outcome BatchOutcome
+	Resource
+}
+
+var errBatchAborted = errors.New("engine: batch aborted")
+
+// ExecuteBatch runs the operations atomically against one partition key value:
+// either all succeed and commit together, or none does. It returns one result
+// per operation and whether the batch committed. Every operation sees the same
+// instant. Returns BadRequest for a malformed batch and NotFound (container).
+func (e *Engine) ExecuteBatch(ctx context.Context, dbID, collID string, pk lethe.PartitionKey, ops []BatchOp) ([]BatchResult, bool, error) {
+	defer e.begin()()
+	if pk == nil {
+		return nil, false, pkRequired()
+	}
+	if len(ops) == 0 {
+		return nil, false, lethe.Errorf(lethe.CodeBadRequest, "The batch request did not contain any operations.")
+	}
+	if len(ops) > maxBatchOps {
+		return nil, false, lethe.Errorf(lethe.CodeBadRequest, "The batch request has %d operations; the limit is %d.", len(ops), maxBatchOps)
+	}
+	// Parse everything before touching storage.
+	patches := make([]*Patch, len(ops))
+	for i, op := range ops {
+		switch strings.ToLower(op.Type) {
+		case "create", "upsert", "replace":
+			if len(op.Body) == 0 {
+				return nil, false, lethe.Errorf(lethe.CodeBadRequest, "Batch operation %d (%s) has no resourceBody.", i, op.Type)
+			}
+		case "patch":
+			p, err := ParsePatch(op.Body)
+			if err != nil {
+				return nil, false, err
+			}
+			patches[i] = p
+		case "read", "delete":
+		default:
+			return nil, false, lethe.Errorf(lethe.CodeBadRequest, "Batch operation %d has an invalid operationType '%s'.", i, op.Type)
+		}
+	}
+	results := make([]BatchResult, len(ops))
+	committed := false
+	err := e.update(ctx, dbID, collID, func(tx kv.Tx, s *scope) error {
+		failed := -1
+		for i, op := range ops {
+			res, err := e.batchOp(tx, s, pk, op, patches[i])
+			results[i] = res
+			if err != nil {
+				results[i].Err = err
+				failed = i
+				break
+			}
+		}
+		if failed < 0 {
+			committed = true
+			return nil
+		}
+		for i := range results {
+			if i != failed {
+				results[i] = BatchResult{Err: lethe.Errorf(lethe.CodeFailedDependency, "Operation was not performed because another operation in the batch failed.")}
+			}
+		}
+		return errBatchAborted
+	})
+	if errors.Is(err, errBatchAborted) {
+		return results, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return results, committed, nil
+}
+
+func (e *Engine) batchOp(tx kv.Tx, s *scope, pk lethe.PartitionKey, op BatchOp, patch *Patch) (BatchResult, error) {
+	ref := DocRef{DB: s.c.DB, Coll: s.c.ID, ID: op.ID, PK: pk}
+	switch strings.ToLower(op.Type) {
+	case "create", "upsert", "replace":
+		o, err := parseDocBody(op.Body)
+		if err != nil {
+			return BatchResult{}, err
+		}
+		var rec *docRecord
+		created := false
+		switch strings.ToLower(op.Type) {
+		case "create":
+			rec, err = s.createTx(e, tx, o, pk)
+			created = true
+		case "upsert":
+			rec, created, err = s.upsertTx(e, tx, o, pk, op.IfMatch)
+		default:
+			id := op.ID
+			if id == "" {
+				if v, ok := o.Get("id"); ok {
+					id, _ = v.(string)
+				}
+			}
+			rec, err = s.replaceTx(e, tx, id, o, pk, op.IfMatch)
+		}
+		if err != nil {
+			return BatchResult{}, err
+		}
+		out := BatchResult{Outcome: OutcomeOK, Resource: s.resource(rec, writeCharge(len(rec.json)))}
+		if created {
+			out.Outcome = OutcomeCreated
+		}
+		return out, nil
+	case "read":
+		suffix, err := s.refSuffix(ref)
+		if err != nil {
+			return BatchResult{}, err
+		}
+		rec, err := s.readTx(tx, suffix)
+		if err != nil {
+			return BatchResult{}, err
+		}
+		out := BatchResult{Outcome: OutcomeOK, Resource: s.resource(rec, readCharge(len(rec.json)))}
+		out.Body = append([]byte(nil), rec.json...)
+		if op.IfNoneMatch != "" && (op.IfNoneMatch == "*" || op.IfNoneMatch == out.ETag) {
+			return BatchResult{}, &lethe.Error{Code: lethe.CodeNotModified, Message: "Not modified."}
+		}
+		return out, nil
+	case "delete":
+		suffix, err := s.refSuffix(ref)
+		if err != nil {
+			return BatchResult{}, err
+		}
+		rec, err := s.deleteTx(tx, suffix, op.IfMatch)
+		if err != nil {
+			return BatchResult{}, err
+		}
+		out := BatchResult{Outcome: OutcomeNoContent, Resource: s.resource(rec, writeCharge(len(rec.json)))}
+		out.Body = nil
+		return out, nil
+	default: // patch
+		suffix, err := s.refSuffix(ref)
+		if err != nil {
+			return BatchResult{}, err
+		}
+		rec, err := s.patchTx(e, tx, suffix, ref, patch, op.IfMatch)
+		if err != nil {
+			return BatchResult{}, err
+		}
+		return BatchResult{Outcome: OutcomeOK, Resource: s.resource(rec, writeCharge(len(rec.json)))}, nil
+	}
+}

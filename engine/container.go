@@ -1,0 +1,417 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/jsonv"
+	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/ttl"
+)
+
+// collRecord is a container as stored under its C key: the served body plus the
+// derived settings every document operation needs.
+type collRecord struct {
+	RID          string          `json:"rid"`
+	DB           string          `json:"db"`
+	ID           string          `json:"id"`
+	Body         json.RawMessage `json:"body"`
+	ETag         string          `json:"etag"`
+	PKPaths      []string        `json:"pkPaths"`
+	TTLOn        bool            `json:"ttlOn"`
+	TTLDefault   int64           `json:"ttlDefault"`
+	Watermarks   ttl.Watermarks  `json:"watermarks"`
+	IndexingMode string          `json:"indexingMode"`
+}
+
+func (c *collRecord) rid() [8]byte {
+	var out [8]byte
+	b, _ := decodeRID(c.RID)
+	copy(out[:], b)
+	return out
+}
+
+func (c *collRecord) policy() ttl.Policy { return ttl.Policy{On: c.TTLOn, Default: c.TTLDefault} }
+
+func (c *collRecord) resource() Resource {
+	return Resource{Body: c.Body, ETag: c.ETag, RID: c.RID, Charge: 1}
+}
+
+// ContainerInfo is what the gateway needs to know about a container beyond its body.
+type ContainerInfo struct {
+	// RID is the container's _rid, used in x-ms-content-path.
+	RID string
+	// PartitionKeyPaths are the container's partition key paths.
+	PartitionKeyPaths []string
+}
+
+func getContainer(r kv.Reader, dbID, collID string) (*dbRecord, *collRecord, error) {
+	db, err := getDatabase(r, dbID)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := r.Get(containerKey(db.rid(), collID))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, nil, notFound()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read container %q: %w", collID, err)
+	}
+	var rec collRecord
+	if err := json.Unmarshal(v, &rec); err != nil {
+		return nil, nil, fmt.Errorf("decode container %q: %w", collID, err)
+	}
+	return db, &rec, nil
+}
+
+func listContainerRecords(r kv.Reader, db [4]byte) ([]*collRecord, error) {
+	p := containerPrefix(db)
+	it := r.Scan(p, kv.PrefixEnd(p), false)
+	defer it.Close()
+	var out []*collRecord
+	for it.Next() {
+		var rec collRecord
+		if err := json.Unmarshal(it.Value(), &rec); err != nil {
+			return nil, fmt.Errorf("decode container: %w", err)
+		}
+		out = append(out, &rec)
+	}
+	return out, it.Err()
+}
+
+func dropContainerData(tx kv.Tx, coll [8]byte) error {
+	for _, pfx := range collPrefixs {
+		p := collKey(pfx, coll)
+		if err := tx.DeleteRange(p, kv.PrefixEnd(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// defaultIndexingPolicy is Cosmos DB's default, filled in when a container is
+// created without one.
+const defaultIndexingPolicy = `{"indexingMode":"consistent","automatic":true,"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/\"_etag\"/?"}]}`
+
+// containerSettings validates a container body and derives its settings. old is
+// the existing container on replace, nil on create.
+func containerSettings(o *jsonv.Object, old *collRecord) (*collRecord, error) {
+	idv, ok := o.Get("id")
+	id, err := validateResourceName("collection", idv, ok)
+	if err != nil {
+		return nil, err
+	}
+	rec := &collRecord{ID: id}
+
+	// Partition key definition.
+	pkv, ok := o.Get("partitionKey")
+	if !ok || pkv == nil {
+		// The JavaScript SDK omits the definition for containers without a key.
+		pk, _ := jsonv.Parse([]byte(`{"paths":["/_partitionKey"],"kind":"Hash"}`))
+		o.Set("partitionKey", pk)
+		pkv = pk
+	}
+	pkObj, ok := pkv.(*jsonv.Object)
+	if !ok {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "The partitionKey definition must be an object.")
+	}
+	pathsV, _ := pkObj.Get("paths")
+	paths, ok := pathsV.([]jsonv.Value)
+	if !ok || len(paths) == 0 {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "The partition key definition must have at least one path in 'paths'.")
+	}
+	for _, p := range paths {
+		s, ok := p.(string)
+		if !ok {
+			return nil, lethe.Errorf(lethe.CodeBadRequest, "Partition key paths must be strings.")
+		}
+		if _, err := splitPath(s); err != nil {
+			return nil, err
+		}
+		rec.PKPaths = append(rec.PKPaths, s)
+	}
+	kindV, hasKind := pkObj.Get("kind")
+	kind, _ := kindV.(string)
+	if !hasKind || kindV == nil {
+		kind = "Hash"
+		if len(paths) > 1 {
+			kind = "MultiHash"
+		}
+		pkObj.Set("kind", kind)
+	}
+	switch {
+	case kind == "Hash" && len(paths) != 1:
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "A partition key of kind 'Hash' must have exactly one path; use 'MultiHash' for hierarchical keys.")
+	case kind == "MultiHash" && (len(paths) < 1 || len(paths) > 3):
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "A hierarchical partition key ('MultiHash') has at most 3 paths.")
+	case kind != "Hash" && kind != "MultiHash" && kind != "Range":
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "The partition key kind '%v' is invalid; use 'Hash' or 'MultiHash'.", kindV)
+	}
+	if v, ok := pkObj.Get("version"); !ok || v == nil {
+		pkObj.Set("version", jsonv.Number("2"))
+	}
+	if old != nil && !samePaths(old.PKPaths, rec.PKPaths) {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "The partition key of a container cannot be changed.")
+	}
+
+	// Indexing policy.
+	ipv, ok := o.Get("indexingPolicy")
+	if !ok || ipv == nil {
+		ip, _ := jsonv.Parse([]byte(defaultIndexingPolicy))
+		o.Set("indexingPolicy", ip)
+		ipv = ip
+	}
+	ip, ok := ipv.(*jsonv.Object)
+	if !ok {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "The indexingPolicy must be an object.")
+	}
+	mode := "consistent"
+	if mv, ok := ip.Get("indexingMode"); ok && mv != nil {
+		s, _ := mv.(string)
+		switch strings.ToLower(s) {
+		case "consistent", "lazy", "none":
+			mode = strings.ToLower(s)
+		default:
+			return nil, lethe.Errorf(lethe.CodeBadRequest, "The indexing mode '%v' is invalid; use 'consistent', 'lazy' or 'none'.", mv)
+		}
+	}
+	ip.Set("indexingMode", mode)
+	if v, ok := ip.Get("automatic"); !ok || v == nil {
+		ip.Set("automatic", mode != "none")
+	}
+	if mode != "none" {
+		if v, ok := ip.Get("includedPaths"); !ok || v == nil {
+			ip.Set("includedPaths", []jsonv.Value{mustObject(`{"path":"/*"}`)})
+		}
+		ex, _ := ip.Get("excludedPaths")
+		exList, _ := ex.([]jsonv.Value)
+		hasEtag := false
+		for _, p := range exList {
+			if po, ok := p.(*jsonv.Object); ok {
+				if s, _ := po.Get("path"); s == `/"_etag"/?` {
+					hasEtag = true
+				}
+			}
+		}
+		if !hasEtag {
+			exList = append(exList, mustObject(`{"path":"/\"_etag\"/?"}`))
+		}
+		ip.Set("excludedPaths", exList)
+	} else {
+		for _, k := range []string{"includedPaths", "excludedPaths"} {
+			if v, ok := ip.Get(k); !ok || v == nil {
+				ip.Set(k, []jsonv.Value{})
+			}
+		}
+	}
+	rec.IndexingMode = mode
+
+	// Time to live.
+	var rawTTL json.RawMessage
+	if v, ok := o.Get("defaultTtl"); ok {
+		rawTTL = jsonv.Marshal(v)
+	}
+	p, err := ttl.ParsePolicy(rawTTL)
+	if err != nil {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "%s", err.Error())
+	}
+	if !p.On {
+		o.Delete("defaultTtl") // null means absent
+	}
+	if p.On && mode == "none" {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "Indexing mode value cannot be 'none' when 'defaultTtl' is specified in the collection")
+	}
+	rec.TTLOn, rec.TTLDefault = p.On, p.Default
+
+	if v, ok := o.Get("conflictResolutionPolicy"); !ok || v == nil {
+		o.Set("conflictResolutionPolicy", mustObject(`{"mode":"LastWriterWins","conflictResolutionPath":"/_ts","conflictResolutionProcedure":""}`))
+	}
+	if v, ok := o.Get("geospatialConfig"); !ok || v == nil {
+		o.Set("geospatialConfig", mustObject(`{"type":"Geography"}`))
+	}
+	return rec, nil
+}
+
+func mustObject(s string) *jsonv.Object {
+	o, err := jsonv.ParseObject([]byte(s))
+	if err != nil {
+		panic(err) // programmer error: a constant
+	}
+	return o
+}
+
+func samePaths(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// CreateContainer creates a container in database dbID from its JSON body.
+// Returns NotFound if the database does not exist, BadRequest for an invalid
+// definition, and Conflict if the container exists.
+func (e *Engine) CreateContainer(ctx context.Context, dbID string, body []byte) (Resource, error) {
+	defer e.begin()()
+	now, err := e.now(ctx)
+	if err != nil {
+		return Resource{}, err
+	}
+	o, err := jsonv.ParseObject(body)
+	if err != nil {
+		return Resource{}, badBody(err)
+	}
+	rec, err := containerSettings(o, nil)
+	if err != nil {
+		return Resource{}, err
+	}
+	var res Resource
+	err = e.store.Update(ctx, func(tx kv.Tx) error {
+		db, err := getDatabase(tx, dbID)
+		if err != nil {
+			return err
+		}
+		key := containerKey(db.rid(), rec.ID)
+		if _, err := tx.Get(key); err == nil {
+			return lethe.Errorf(lethe.CodeConflict, "Resource with specified id, name, or unique index already exists.")
+		} else if !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		n, err := nextCounter(tx, keyCollSeq)
+		if err != nil {
+			return err
+		}
+		crid := collRID(db.rid(), n)
+		rec.RID = encodeRID(crid[:])
+		rec.DB = dbID
+		rec.Watermarks = ttl.Initial
+		res, err = e.putContainer(tx, key, rec, o, db, now)
+		return err
+	})
+	return res, err
+}
+
+func (e *Engine) putContainer(tx kv.Tx, key []byte, rec *collRecord, o *jsonv.Object, db *dbRecord, now int64) (Resource, error) {
+	rec.ETag = etagFor(e.nextLSN())
+	self := "dbs/" + db.RID + "/colls/" + rec.RID + "/"
+	stampSystem(o, rec.RID, self, rec.ETag, now,
+		"_docs", "docs/", "_sprocs", "sprocs/", "_triggers", "triggers/", "_udfs", "udfs/", "_conflicts", "conflicts/")
+	rec.Body = jsonv.Marshal(o)
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return Resource{}, err
+	}
+	if err := tx.Put(key, v); err != nil {
+		return Resource{}, err
+	}
+	e.purger.kick()
+	return rec.resource(), nil
+}
+
+// ReadContainer returns a container. Returns NotFound if it or its database does not exist.
+func (e *Engine) ReadContainer(ctx context.Context, dbID, collID string) (Resource, ContainerInfo, error) {
+	defer e.begin()()
+	var res Resource
+	var info ContainerInfo
+	err := e.store.View(ctx, func(r kv.Reader) error {
+		_, c, err := getContainer(r, dbID, collID)
+		if err != nil {
+			return err
+		}
+		res = c.resource()
+		info = ContainerInfo{RID: c.RID, PartitionKeyPaths: c.PKPaths}
+		return nil
+	})
+	return res, info, err
+}
+
+// ContainerInfo returns a container's RID and partition key paths.
+func (e *Engine) ContainerInfo(ctx context.Context, dbID, collID string) (ContainerInfo, error) {
+	_, info, err := e.ReadContainer(ctx, dbID, collID)
+	return info, err
+}
+
+// ListContainers returns a database's containers, ordered by id.
+func (e *Engine) ListContainers(ctx context.Context, dbID string) ([]Resource, error) {
+	defer e.begin()()
+	var out []Resource
+	err := e.store.View(ctx, func(r kv.Reader) error {
+		db, err := getDatabase(r, dbID)
+		if err != nil {
+			return err
+		}
+		recs, err := listContainerRecords(r, db.rid())
+		for _, c := range recs {
+			out = append(out, c.resource())
+		}
+		return err
+	})
+	return out, err
+}
+
+// ReplaceContainer replaces a container's definition. The partition key cannot
+// change. A change of defaultTtl applies to existing documents at once: the
+// closing policy's epoch is folded into the container's watermarks, so no
+// document is re-indexed and none that was expired comes back.
+// Returns NotFound, BadRequest, or PreconditionFailed when ifMatch does not match.
+func (e *Engine) ReplaceContainer(ctx context.Context, dbID, collID string, body []byte, ifMatch string) (Resource, error) {
+	defer e.begin()()
+	now, err := e.now(ctx)
+	if err != nil {
+		return Resource{}, err
+	}
+	o, err := jsonv.ParseObject(body)
+	if err != nil {
+		return Resource{}, badBody(err)
+	}
+	var res Resource
+	err = e.store.Update(ctx, func(tx kv.Tx) error {
+		db, old, err := getContainer(tx, dbID, collID)
+		if err != nil {
+			return err
+		}
+		if ifMatch != "" && ifMatch != "*" && ifMatch != old.ETag {
+			return lethe.Errorf(lethe.CodePreconditionFailed, "Operation cannot be performed because one of the specified precondition is not met.")
+		}
+		o2 := jsonv.Clone(o).(*jsonv.Object) // fn may run again: keep o pristine
+		rec, err := containerSettings(o2, old)
+		if err != nil {
+			return err
+		}
+		if rec.ID != collID {
+			return lethe.Errorf(lethe.CodeBadRequest, "The id in the body ('%s') does not match the container being replaced ('%s').", rec.ID, collID)
+		}
+		rec.RID, rec.DB = old.RID, old.DB
+		rec.Watermarks = old.Watermarks
+		if rec.policy() != old.policy() {
+			rec.Watermarks = old.Watermarks.Close(old.policy(), now)
+		}
+		res, err = e.putContainer(tx, containerKey(db.rid(), collID), rec, o2, db, now)
+		return err
+	})
+	return res, err
+}
+
+// DeleteContainer deletes a container and all its documents.
+// Returns NotFound if it does not exist.
+func (e *Engine) DeleteContainer(ctx context.Context, dbID, collID string) error {
+	defer e.begin()()
+	return e.store.Update(ctx, func(tx kv.Tx) error {
+		db, c, err := getContainer(tx, dbID, collID)
+		if err != nil {
+			return err
+		}
+		if err := dropContainerData(tx, c.rid()); err != nil {
+			return err
+		}
+		return tx.Delete(containerKey(db.rid(), collID))
+	})
+}

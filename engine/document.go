@@ -1,0 +1,480 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/jsonv"
+	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/ttl"
+)
+
+// DocRef names one document.
+type DocRef struct {
+	DB, Coll, ID string
+	// PK is the partition key from the request header; nil when the header was absent.
+	PK lethe.PartitionKey
+}
+
+// Conditions are a request's HTTP preconditions.
+type Conditions struct {
+	// IfMatch, when set, must equal the document's current _etag ("*" matches any live document).
+	IfMatch string
+	// IfNoneMatch, on reads, turns a matching _etag into NotModified.
+	IfNoneMatch string
+}
+
+// scope is one operation's view of a container at a fixed instant.
+type scope struct {
+	db   *dbRecord
+	c    *collRecord
+	rid  [8]byte
+	pol  ttl.Policy
+	now  int64
+	lsns []uint64 // LSNs allocated, for session tokens
+}
+
+func (e *Engine) scope(r kv.Reader, dbID, collID string, now int64) (*scope, error) {
+	db, c, err := getContainer(r, dbID, collID)
+	if err != nil {
+		return nil, err
+	}
+	return &scope{db: db, c: c, rid: c.rid(), pol: c.policy(), now: now}, nil
+}
+
+// live reports whether a stored document is visible at the scope's instant.
+func (s *scope) live(rec *docRecord) bool {
+	return !ttl.Expired(s.now, rec.ts, rec.own, s.pol, s.c.Watermarks)
+}
+
+func (s *scope) selfLink(seq uint64) (rid, self string) {
+	rid = docRID(s.rid, seq)
+	return rid, "dbs/" + s.db.RID + "/colls/" + s.c.RID + "/docs/" + rid + "/"
+}
+
+func (s *scope) resource(rec *docRecord, charge float64) Resource {
+	return Resource{Body: rec.json, ETag: rec.etag(), RID: docRID(s.rid, rec.seq), Charge: charge, ContainerRID: s.c.RID}
+}
+
+// lookup returns the stored record at suffix, live or not, or nil.
+func lookup(r kv.Reader, coll [8]byte, suffix []byte) (*docRecord, error) {
+	v, err := r.Get(docKey(coll, suffix))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read document: %w", err)
+	}
+	rec, err := decodeDoc(v)
+	if err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// lookupLive returns the live document at suffix, or nil when it is absent or
+// expired. An expired document that is still stored is also returned as dead so
+// that writes can remove its index entries.
+func (s *scope) lookupLive(r kv.Reader, suffix []byte) (live, dead *docRecord, err error) {
+	rec, err := lookup(r, s.rid, suffix)
+	if err != nil || rec == nil {
+		return nil, nil, err
+	}
+	if s.live(rec) {
+		return rec, nil, nil
+	}
+	return nil, rec, nil
+}
+
+// prepared is a document body validated for a write.
+type prepared struct {
+	obj    *jsonv.Object
+	id     string
+	pk     lethe.PartitionKey
+	suffix []byte
+}
+
+// prepare validates a document for a write into the scope's container: the id,
+// the ttl (while TTL is on), and the partition key against the header's.
+func (s *scope) prepare(o *jsonv.Object, headerPK lethe.PartitionKey) (*prepared, error) {
+	idv, ok := o.Get("id")
+	id, err := validateDocumentID(idv, ok)
+	if err != nil {
+		return nil, err
+	}
+	if s.pol.On {
+		if v, ok := o.Get("ttl"); ok {
+			if err := ttl.ValidateDocument(jsonv.Marshal(v)); err != nil {
+				return nil, lethe.Errorf(lethe.CodeBadRequest, "%s", err.Error())
+			}
+		}
+	}
+	pk, err := extractPK(o, s.c.PKPaths)
+	if err != nil {
+		return nil, err
+	}
+	if headerPK != nil {
+		hpk, err := normalizePK(headerPK, s.c.PKPaths)
+		if err != nil {
+			return nil, err
+		}
+		if !hpk.Equal(pk) {
+			return nil, pkMismatch()
+		}
+	}
+	return &prepared{obj: o, id: id, pk: pk, suffix: primarySuffix(pk, id)}, nil
+}
+
+// refSuffix returns the primary suffix of a referenced document.
+func (s *scope) refSuffix(ref DocRef) ([]byte, error) {
+	if ref.PK == nil {
+		return nil, pkRequired()
+	}
+	pk, err := normalizePK(ref.PK, s.c.PKPaths)
+	if err != nil {
+		return nil, err
+	}
+	if ref.ID == "" {
+		return nil, notFound()
+	}
+	return primarySuffix(pk, ref.ID), nil
+}
+
+// write stores p as the document's new version. prev is the version it replaces
+// (live or expired) whose entries must go; keepSeq keeps prev's place in
+// insertion order (replace, upsert over a live document).
+func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq bool) (*docRecord, error) {
+	var seq uint64
+	if keepSeq && prev != nil {
+		seq = prev.seq
+	} else {
+		var err error
+		if seq, err = nextSeq(tx, s.rid); err != nil {
+			return nil, err
+		}
+	}
+	lsn := e.nextLSN()
+	s.lsns = append(s.lsns, lsn)
+	rid, self := s.selfLink(seq)
+	o := jsonv.Clone(p.obj).(*jsonv.Object) // the fn may run again on conflict
+	stampSystem(o, rid, self, etagFor(lsn), s.now, "_attachments", "attachments/")
+	var rawTTL []byte
+	if v, ok := o.Get("ttl"); ok {
+		rawTTL = jsonv.Marshal(v)
+	}
+	rec := &docRecord{ts: s.now, seq: seq, own: ttl.Classify(rawTTL), lsn: lsn, json: jsonv.Marshal(o)}
+	if len(rec.json) > maxDocBytes {
+		return nil, lethe.Errorf(lethe.CodeEntityTooLarge, "Request size is too large: the document is %d bytes; the limit is %d.", len(rec.json), maxDocBytes)
+	}
+	if prev != nil {
+		for _, k := range secondaryKeys(s.rid, prev) {
+			if err := tx.Delete(k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tx.Put(docKey(s.rid, p.suffix), rec.encode()); err != nil {
+		return nil, err
+	}
+	for _, k := range secondaryKeys(s.rid, rec) {
+		if err := tx.Put(k, p.suffix); err != nil {
+			return nil, err
+		}
+	}
+	return rec, nil
+}
+
+// remove deletes a stored document and its index entries.
+func (s *scope) remove(tx kv.Tx, suffix []byte, rec *docRecord) error {
+	for _, k := range secondaryKeys(s.rid, rec) {
+		if err := tx.Delete(k); err != nil {
+			return err
+		}
+	}
+	return tx.Delete(docKey(s.rid, suffix))
+}
+
+func nextSeq(tx kv.Tx, coll [8]byte) (uint64, error) {
+	key := collKey(pfxSeq, coll)
+	var n uint64
+	v, err := tx.Get(key)
+	switch {
+	case err == nil && len(v) == 8:
+		n = binary.BigEndian.Uint64(v)
+	case err != nil && !errors.Is(err, kv.ErrNotFound):
+		return 0, err
+	}
+	n++
+	return n, tx.Put(key, binary.BigEndian.AppendUint64(nil, n))
+}
+
+func preconditionFailed() error {
+	return lethe.Errorf(lethe.CodePreconditionFailed, "Operation cannot be performed because one of the specified precondition is not met.")
+}
+
+func conflict() error {
+	return lethe.Errorf(lethe.CodeConflict, "Entity with the specified id already exists in the system.")
+}
+
+// checkIfMatch applies If-Match to the live version (nil when there is none).
+func checkIfMatch(ifMatch string, live *docRecord) error {
+	if ifMatch == "" {
+		return nil
+	}
+	if live == nil {
+		return notFound()
+	}
+	if ifMatch != "*" && ifMatch != live.etag() {
+		return preconditionFailed()
+	}
+	return nil
+}
+
+// --- operations inside a transaction, shared by single requests and batches ---
+
+func (s *scope) createTx(e *Engine, tx kv.Tx, o *jsonv.Object, pk lethe.PartitionKey) (*docRecord, error) {
+	p, err := s.prepare(o, pk)
+	if err != nil {
+		return nil, err
+	}
+	live, dead, err := s.lookupLive(tx, p.suffix)
+	if err != nil {
+		return nil, err
+	}
+	if live != nil {
+		return nil, conflict()
+	}
+	return s.write(e, tx, p, dead, false)
+}
+
+func (s *scope) upsertTx(e *Engine, tx kv.Tx, o *jsonv.Object, pk lethe.PartitionKey, ifMatch string) (*docRecord, bool, error) {
+	p, err := s.prepare(o, pk)
+	if err != nil {
+		return nil, false, err
+	}
+	live, dead, err := s.lookupLive(tx, p.suffix)
+	if err != nil {
+		return nil, false, err
+	}
+	if live == nil {
+		if ifMatch != "" && ifMatch != "*" {
+			return nil, false, preconditionFailed()
+		}
+		rec, err := s.write(e, tx, p, dead, false)
+		return rec, true, err
+	}
+	if ifMatch != "" && ifMatch != "*" && ifMatch != live.etag() {
+		return nil, false, preconditionFailed()
+	}
+	rec, err := s.write(e, tx, p, live, true)
+	return rec, false, err
+}
+
+func (s *scope) replaceTx(e *Engine, tx kv.Tx, id string, o *jsonv.Object, pk lethe.PartitionKey, ifMatch string) (*docRecord, error) {
+	p, err := s.prepare(o, pk)
+	if err != nil {
+		return nil, err
+	}
+	if p.id != id {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "The id in the body ('%s') does not match the id of the document being replaced ('%s').", truncate(p.id, 100), truncate(id, 100))
+	}
+	live, _, err := s.lookupLive(tx, p.suffix)
+	if err != nil {
+		return nil, err
+	}
+	if live == nil {
+		return nil, notFound()
+	}
+	if err := checkIfMatch(ifMatch, live); err != nil {
+		return nil, err
+	}
+	return s.write(e, tx, p, live, true)
+}
+
+func (s *scope) deleteTx(tx kv.Tx, suffix []byte, ifMatch string) (*docRecord, error) {
+	live, _, err := s.lookupLive(tx, suffix)
+	if err != nil {
+		return nil, err
+	}
+	if live == nil {
+		return nil, notFound()
+	}
+	if err := checkIfMatch(ifMatch, live); err != nil {
+		return nil, err
+	}
+	return live, s.remove(tx, suffix, live)
+}
+
+func (s *scope) readTx(r kv.Reader, suffix []byte) (*docRecord, error) {
+	live, _, err := s.lookupLive(r, suffix)
+	if err != nil {
+		return nil, err
+	}
+	if live == nil {
+		return nil, notFound()
+	}
+	return live, nil
+}
+
+// --- public operations ---
+
+// WriteResult is the outcome of a document write.
+type WriteResult struct {
+	Resource
+	// Created is true when the write created the document (201), false when it
+	// replaced a live one (200).
+	Created bool
+}
+
+// update runs fn in a read-write transaction over the container at one instant.
+func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.Tx, s *scope) error) error {
+	now, err := e.now(ctx)
+	if err != nil {
+		return err
+	}
+	return e.store.Update(ctx, func(tx kv.Tx) error {
+		s, err := e.scope(tx, dbID, collID, now)
+		if err != nil {
+			return err
+		}
+		return fn(tx, s)
+	})
+}
+
+// view runs fn in a read-only snapshot of the container at one instant.
+func (e *Engine) view(ctx context.Context, dbID, collID string, fn func(r kv.Reader, s *scope) error) error {
+	now, err := e.now(ctx)
+	if err != nil {
+		return err
+	}
+	return e.store.View(ctx, func(r kv.Reader) error {
+		s, err := e.scope(r, dbID, collID, now)
+		if err != nil {
+			return err
+		}
+		return fn(r, s)
+	})
+}
+
+func parseDocBody(body []byte) (*jsonv.Object, error) {
+	if len(body) > maxDocBytes {
+		return nil, lethe.Errorf(lethe.CodeEntityTooLarge, "Request size is too large: the document is %d bytes; the limit is %d.", len(body), maxDocBytes)
+	}
+	o, err := jsonv.ParseObject(body)
+	if err != nil {
+		return nil, badBody(err)
+	}
+	return o, nil
+}
+
+// CreateDocument creates a document. A stored but expired document with the same
+// id and partition key does not conflict: it is replaced by the new one.
+// Returns BadRequest, Conflict, EntityTooLarge or NotFound (container).
+func (e *Engine) CreateDocument(ctx context.Context, ref DocRef, body []byte) (WriteResult, error) {
+	defer e.begin()()
+	o, err := parseDocBody(body)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	var res WriteResult
+	err = e.update(ctx, ref.DB, ref.Coll, func(tx kv.Tx, s *scope) error {
+		rec, err := s.createTx(e, tx, o, ref.PK)
+		if err != nil {
+			return err
+		}
+		res = WriteResult{Resource: s.resource(rec, writeCharge(len(rec.json))), Created: true}
+		return nil
+	})
+	return res, err
+}
+
+// UpsertDocument creates the document or replaces the live one. An expired
+// document counts as absent: the upsert creates a fresh document.
+func (e *Engine) UpsertDocument(ctx context.Context, ref DocRef, body []byte, cond Conditions) (WriteResult, error) {
+	defer e.begin()()
+	o, err := parseDocBody(body)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	var res WriteResult
+	err = e.update(ctx, ref.DB, ref.Coll, func(tx kv.Tx, s *scope) error {
+		rec, created, err := s.upsertTx(e, tx, o, ref.PK, cond.IfMatch)
+		if err != nil {
+			return err
+		}
+		res = WriteResult{Resource: s.resource(rec, writeCharge(len(rec.json))), Created: created}
+		return nil
+	})
+	return res, err
+}
+
+// ReplaceDocument replaces a live document. Returns NotFound when it is absent
+// or expired, PreconditionFailed when If-Match does not match.
+func (e *Engine) ReplaceDocument(ctx context.Context, ref DocRef, body []byte, cond Conditions) (WriteResult, error) {
+	defer e.begin()()
+	o, err := parseDocBody(body)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	if ref.PK == nil {
+		return WriteResult{}, pkRequired()
+	}
+	var res WriteResult
+	err = e.update(ctx, ref.DB, ref.Coll, func(tx kv.Tx, s *scope) error {
+		rec, err := s.replaceTx(e, tx, ref.ID, o, ref.PK, cond.IfMatch)
+		if err != nil {
+			return err
+		}
+		res = WriteResult{Resource: s.resource(rec, writeCharge(len(rec.json)))}
+		return nil
+	})
+	return res, err
+}
+
+// ReadDocument returns a live document. Returns NotFound when it is absent or
+// expired, and NotModified when IfNoneMatch equals its _etag.
+func (e *Engine) ReadDocument(ctx context.Context, ref DocRef, cond Conditions) (Resource, error) {
+	defer e.begin()()
+	var res Resource
+	err := e.view(ctx, ref.DB, ref.Coll, func(r kv.Reader, s *scope) error {
+		suffix, err := s.refSuffix(ref)
+		if err != nil {
+			return err
+		}
+		rec, err := s.readTx(r, suffix)
+		if err != nil {
+			return err
+		}
+		res = s.resource(rec, readCharge(len(rec.json)))
+		res.Body = append([]byte(nil), rec.json...) // outlives the snapshot
+		if cond.IfNoneMatch != "" && (cond.IfNoneMatch == "*" || cond.IfNoneMatch == res.ETag) {
+			return &lethe.Error{Code: lethe.CodeNotModified, Message: "Not modified."}
+		}
+		return nil
+	})
+	return res, err
+}
+
+// DeleteDocument deletes a live document. Returns NotFound when it is absent or
+// expired, PreconditionFailed when If-Match does not match.
+func (e *Engine) DeleteDocument(ctx context.Context, ref DocRef, cond Conditions) (Resource, error) {
+	defer e.begin()()
+	var res Resource
+	err := e.update(ctx, ref.DB, ref.Coll, func(tx kv.Tx, s *scope) error {
+		suffix, err := s.refSuffix(ref)
+		if err != nil {
+			return err
+		}
+		rec, err := s.deleteTx(tx, suffix, cond.IfMatch)
+		if err != nil {
+			return err
+		}
+		res = s.resource(rec, writeCharge(len(rec.json)))
+		res.Body = nil
+		return nil
+	})
+	return res, err
+}

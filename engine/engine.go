@@ -1,0 +1,173 @@
+// Package engine is Lethe's document store: databases, containers, documents,
+// partition keys, time to live and the background purger, written once against
+// the kv contract so that it runs on every storage backend. It never speaks HTTP.
+//
+// Every operation fixes one "now" when it starts (see [Engine.now]) and judges
+// every document it touches against that instant with the pure rules of package
+// ttl, so an expired document is invisible to every path at the same moment.
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lethe-db/lethe/kv"
+)
+
+// Options configure an Engine. The zero value of each field means its default.
+type Options struct {
+	// Store is the key-value store holding all data. Required.
+	Store kv.Store
+	// Now is the wall clock. The default is time.Now. Tests inject their own.
+	Now func() time.Time
+	// Logger receives operational logs. The default discards them.
+	Logger *slog.Logger
+	// PurgeInterval is how often the purger looks for expired documents when it
+	// is not woken earlier. The default is 250ms.
+	PurgeInterval time.Duration
+	// PurgeBatch is how many documents one purge transaction deletes at most.
+	// The default is 512.
+	PurgeBatch int
+	// DisablePurger turns the background purger off; tests then call Purge.
+	DisablePurger bool
+}
+
+// EnsureDefaults fills in the defaults of unset fields.
+func (o *Options) EnsureDefaults() {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.PurgeInterval <= 0 {
+		o.PurgeInterval = 250 * time.Millisecond
+	}
+	if o.PurgeBatch <= 0 {
+		o.PurgeBatch = 512
+	}
+}
+
+// Engine is the document store. Create one with Open and release it with Close.
+type Engine struct {
+	opts  Options
+	store kv.Store
+	log   *slog.Logger
+
+	// hwm is the highest server time, in Unix seconds, the engine has used and
+	// persisted: now never goes below it, so a clock stepping back resurrects nothing.
+	hwm     atomic.Int64
+	clockMu sync.Mutex // serialises persisting a new hwm
+
+	lsn      atomic.Uint64 // log sequence number of the last write; etags and session tokens
+	inflight atomic.Int64  // user operations in progress; the purger yields to them
+
+	purger *purger
+}
+
+// Open starts an engine over opts.Store, restoring the persisted clock high-water mark.
+func Open(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.Store == nil {
+		return nil, errors.New("engine: Options.Store is required")
+	}
+	opts.EnsureDefaults()
+	e := &Engine{opts: opts, store: opts.Store, log: opts.Logger}
+	err := e.store.View(ctx, func(r kv.Reader) error {
+		v, err := r.Get(keyClock)
+		if errors.Is(err, kv.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if len(v) == 8 {
+			e.hwm.Store(decodeInt64(v))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: read clock high-water mark: %w", err)
+	}
+	// LSNs only need to grow; microseconds since the epoch keep them growing
+	// across restarts without persisting a counter.
+	e.lsn.Store(uint64(max(opts.Now().UnixMicro(), e.hwm.Load()*1e6)))
+	e.purger = newPurger(e)
+	if !opts.DisablePurger {
+		e.purger.start()
+	}
+	return e, nil
+}
+
+// Close stops the purger. It does not close the store, which the caller owns.
+// It is safe to call more than once.
+func (e *Engine) Close() error {
+	e.purger.stop()
+	return nil
+}
+
+// now returns the server time for one operation, in Unix seconds: the wall clock,
+// but never less than any instant already used. Before an operation may use a
+// second later than the persisted high-water mark, that second is persisted, so a
+// crash followed by a clock stepping back cannot resurrect what was reported expired.
+// At most one synced write per second results.
+func (e *Engine) now(ctx context.Context) (int64, error) {
+	wall := e.opts.Now().Unix()
+	if wall <= e.hwm.Load() {
+		return e.hwm.Load(), nil
+	}
+	e.clockMu.Lock()
+	defer e.clockMu.Unlock()
+	if cur := e.hwm.Load(); wall <= cur {
+		return cur, nil
+	}
+	err := e.store.Update(ctx, func(tx kv.Tx) error {
+		return tx.Put(keyClock, appendInt64(nil, wall))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("persist clock high-water mark: %w", err)
+	}
+	e.hwm.Store(wall)
+	return wall, nil
+}
+
+// Now returns the server's current time in Unix seconds, as operations see it.
+func (e *Engine) Now(ctx context.Context) (int64, error) { return e.now(ctx) }
+
+// begin marks a user operation in progress until the returned func is called.
+func (e *Engine) begin() func() {
+	e.inflight.Add(1)
+	return func() { e.inflight.Add(-1) }
+}
+
+// nextLSN allocates a log sequence number for one write.
+func (e *Engine) nextLSN() uint64 { return e.lsn.Add(1) }
+
+// LSN returns the latest log sequence number, for session tokens.
+func (e *Engine) LSN() uint64 { return e.lsn.Load() }
+
+// etagFor renders the _etag of a resource written at lsn: a quoted, GUID-shaped
+// string, unique per write.
+func etagFor(lsn uint64) string {
+	return fmt.Sprintf(`"%08x-0000-0000-%04x-%012x"`, uint32(lsn>>48), uint16(lsn>>32), lsn&0xffffffffffff)
+}
+
+// nextCounter increments the uint32 counter at key inside tx and returns it.
+func nextCounter(tx kv.Tx, key []byte) (uint32, error) {
+	var n uint32
+	v, err := tx.Get(key)
+	switch {
+	case err == nil && len(v) == 4:
+		n = binary.BigEndian.Uint32(v)
+	case err != nil && !errors.Is(err, kv.ErrNotFound):
+		return 0, err
+	}
+	n++
+	return n, tx.Put(key, binary.BigEndian.AppendUint32(nil, n))
+}

@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+
+	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/kv"
+)
+
+// FeedOptions select one page of a container's read feed.
+type FeedOptions struct {
+	// PK restricts the feed to one partition key value; nil reads every partition.
+	PK lethe.PartitionKey
+	// MaxItems is the page size: 0 or negative means the default (100); at most 1000.
+	MaxItems int
+	// Continuation resumes after the previous page; "" starts at the beginning.
+	Continuation string
+}
+
+// FeedPage is one page of documents.
+type FeedPage struct {
+	// Docs are the live documents of the page, in insertion order.
+	Docs [][]byte
+	// Continuation resumes the feed; "" when there is nothing more.
+	Continuation string
+	// Charge is the request charge.
+	Charge float64
+	// ContainerRID is the container's _rid.
+	ContainerRID string
+}
+
+// feedToken is the decoded continuation token: the container it belongs to and
+// the last sequence number served. Binding it to the container makes a token
+// from another container a clear error instead of a wrong page.
+type feedToken struct {
+	RID string `json:"rid"`
+	Seq uint64 `json:"seq"`
+}
+
+func badContinuation() error {
+	return lethe.Errorf(lethe.CodeBadRequest, "The continuation token is invalid or does not belong to this container.")
+}
+
+// ReadFeed returns one page of a container's live documents in insertion order.
+// Expired documents are never returned. Returns NotFound (container),
+// BadRequest (continuation token).
+func (e *Engine) ReadFeed(ctx context.Context, dbID, collID string, opts FeedOptions) (FeedPage, error) {
+	defer e.begin()()
+	limit := opts.MaxItems
+	if limit <= 0 {
+		limit = defaultPage
+	}
+	limit = min(limit, maxPage)
+	var page FeedPage
+	err := e.view(ctx, dbID, collID, func(r kv.Reader, s *scope) error {
+		page = FeedPage{ContainerRID: s.c.RID}
+		var after uint64
+		if opts.Continuation != "" {
+			raw, err := base64.RawURLEncoding.DecodeString(opts.Continuation)
+			var tok feedToken
+			if err != nil || json.Unmarshal(raw, &tok) != nil || tok.RID != s.c.RID {
+				return badContinuation()
+			}
+			after = tok.Seq
+		}
+		var pkPrefix []byte
+		if opts.PK != nil {
+			pk, err := normalizePK(opts.PK, s.c.PKPaths)
+			if err != nil {
+				return err
+			}
+			pkPrefix = appendTuple(nil, pk)
+		}
+		it := r.Scan(orderKey(s.rid, after+1), kv.PrefixEnd(collKey(pfxOrder, s.rid)), false)
+		defer it.Close()
+		bytesOut, scanned := 0, 0
+		var last uint64
+		for it.Next() {
+			if len(page.Docs) >= limit || bytesOut >= maxPageBytes {
+				tok, _ := json.Marshal(feedToken{RID: s.c.RID, Seq: last})
+				page.Continuation = base64.RawURLEncoding.EncodeToString(tok)
+				break
+			}
+			scanned++
+			k := it.Key()
+			last = binary.BigEndian.Uint64(k[len(k)-8:])
+			suffix := it.Value()
+			if pkPrefix != nil && !bytes.HasPrefix(suffix, pkPrefix) {
+				continue
+			}
+			rec, err := lookup(r, s.rid, suffix)
+			if err != nil {
+				return err
+			}
+			if rec == nil || !s.live(rec) {
+				continue
+			}
+			page.Docs = append(page.Docs, append([]byte(nil), rec.json...))
+			bytesOut += len(rec.json)
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+		page.Charge = readCharge(bytesOut) + float64(scanned)/100
+		return nil
+	})
+	return page, err
+}

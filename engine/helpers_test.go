@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/kv/pebblekv"
+)
+
+// fakeClock is an injected wall clock that tests move by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1_700_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// testEngine is an engine over an in-memory Pebble store with a fake clock and
+// no background purger; Check runs when the test ends.
+type testEngine struct {
+	*Engine
+	t     *testing.T
+	clock *fakeClock
+	store kv.Store
+}
+
+func newTestEngine(t *testing.T) *testEngine {
+	t.Helper()
+	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := newFakeClock()
+	e, err := Open(context.Background(), Options{Store: store, Now: clock.Now, DisablePurger: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	te := &testEngine{Engine: e, t: t, clock: clock, store: store}
+	t.Cleanup(func() {
+		if err := e.Check(context.Background()); err != nil {
+			t.Errorf("engine invariants: %v", err)
+		}
+		e.Close()
+		store.Close()
+	})
+	return te
+}
+
+// reopen closes the engine (not the store) and opens a new one over the same store.
+func (te *testEngine) reopen() {
+	te.t.Helper()
+	te.Engine.Close()
+	e, err := Open(context.Background(), Options{Store: te.store, Now: te.clock.Now, DisablePurger: true})
+	if err != nil {
+		te.t.Fatal(err)
+	}
+	te.Engine = e
+}
+
+var ctx = context.Background()
+
+func (te *testEngine) mustDB(id string) {
+	te.t.Helper()
+	if _, err := te.CreateDatabase(ctx, []byte(`{"id":"`+id+`"}`)); err != nil {
+		te.t.Fatal(err)
+	}
+}
+
+// mustContainer creates container id in database "db" with extra JSON members
+// (e.g. `"defaultTtl":10`), partitioned on /pk.
+func (te *testEngine) mustContainer(id, extra string) {
+	te.t.Helper()
+	body := `{"id":"` + id + `","partitionKey":{"paths":["/pk"],"kind":"Hash"}`
+	if extra != "" {
+		body += "," + extra
+	}
+	if _, err := te.CreateContainer(ctx, "db", []byte(body+"}")); err != nil {
+		te.t.Fatal(err)
+	}
+}
+
+func pk(v string) lethe.PartitionKey { return lethe.PartitionKey{v} }
+
+func ref(coll, id, p string) DocRef { return DocRef{DB: "db", Coll: coll, ID: id, PK: pk(p)} }
+
+func codeOf(err error) string {
+	if err == nil {
+		return "OK"
+	}
+	return lethe.ErrorCode(err)
+}
+
+func (te *testEngine) create(coll, body string) error {
+	_, err := te.CreateDocument(ctx, DocRef{DB: "db", Coll: coll, PK: pk("p")}, []byte(body))
+	return err
+}
+
+func (te *testEngine) read(coll, id string) error {
+	_, err := te.ReadDocument(ctx, ref(coll, id, "p"), Conditions{})
+	return err
+}

@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/lethe-db/lethe"
+)
+
+// Key prefixes; docs/format/keys.md describes each structure.
+const (
+	pfxDatabase  = 'B'
+	pfxContainer = 'C'
+	pfxDoc       = 'D'
+	pfxOrder     = 'O'
+	pfxByTS      = 'T'
+	pfxByExpiry  = 'X'
+	pfxSeq       = 'S'
+	pfxMeta      = 'M'
+)
+
+// Tuple type tags, ordered as Cosmos DB orders types.
+const (
+	tagUndefined = 0x01
+	tagNull      = 0x02
+	tagFalse     = 0x03
+	tagTrue      = 0x04
+	tagNumber    = 0x05
+	tagString    = 0x06
+)
+
+var (
+	keyClock    = []byte("Mclock")
+	keyDBSeq    = []byte("Mdbseq")
+	keyCollSeq  = []byte("Mcollseq")
+	collPrefixs = []byte{pfxDoc, pfxOrder, pfxByTS, pfxByExpiry, pfxSeq}
+)
+
+func databaseKey(name string) []byte { return append([]byte{pfxDatabase}, name...) }
+
+func containerKey(dbRid [4]byte, name string) []byte {
+	k := append([]byte{pfxContainer}, dbRid[:]...)
+	return append(k, name...)
+}
+
+func containerPrefix(dbRid [4]byte) []byte { return append([]byte{pfxContainer}, dbRid[:]...) }
+
+// collKey returns <pfx><collRid>.
+func collKey(pfx byte, coll [8]byte) []byte {
+	k := make([]byte, 0, 32)
+	k = append(k, pfx)
+	return append(k, coll[:]...)
+}
+
+// docKey returns the primary key of a document from its primary suffix.
+func docKey(coll [8]byte, suffix []byte) []byte {
+	return append(collKey(pfxDoc, coll), suffix...)
+}
+
+// primarySuffix encodes <pk tuple><id>.
+func primarySuffix(pk lethe.PartitionKey, id string) []byte {
+	b := appendTuple(nil, pk)
+	return appendString(b, id)
+}
+
+func orderKey(coll [8]byte, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(collKey(pfxOrder, coll), seq)
+}
+
+func tsKey(pfx byte, coll [8]byte, at int64, seq uint64) []byte {
+	k := appendInt64(collKey(pfx, coll), at)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+// tsBound is the first key of index pfx at instant at: scanning [collKey, tsBound(cut+1))
+// yields every entry with instant <= cut.
+func tsBound(pfx byte, coll [8]byte, at int64) []byte {
+	return appendInt64(collKey(pfx, coll), at)
+}
+
+func appendInt64(b []byte, v int64) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(v)^(1<<63))
+}
+
+func decodeInt64(b []byte) int64 { return int64(binary.BigEndian.Uint64(b) ^ (1 << 63)) }
+
+func appendTuple(b []byte, pk lethe.PartitionKey) []byte {
+	for _, c := range pk {
+		switch v := c.(type) {
+		case lethe.Undefined:
+			b = append(b, tagUndefined)
+		case nil:
+			b = append(b, tagNull)
+		case bool:
+			if v {
+				b = append(b, tagTrue)
+			} else {
+				b = append(b, tagFalse)
+			}
+		case float64:
+			bits := math.Float64bits(v)
+			if v == 0 {
+				bits = 0 // -0 and 0 are one key
+			}
+			if bits&(1<<63) != 0 {
+				bits = ^bits
+			} else {
+				bits |= 1 << 63
+			}
+			b = append(b, tagNumber)
+			b = binary.BigEndian.AppendUint64(b, bits)
+		case string:
+			b = appendString(b, v)
+		}
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	b = append(b, tagString)
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			b = append(b, 0, 0xff)
+		} else {
+			b = append(b, s[i])
+		}
+	}
+	return append(b, 0, 1)
+}

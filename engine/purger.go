@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/ttl"
+)
+
+// purger physically deletes expired documents in the background. Expiry itself
+// is decided inline on every request; the purger only reclaims space, so when it
+// runs never changes what a client sees.
+//
+// One goroutine serves the whole store. Each pass walks the containers
+// round-robin, taking one bounded batch from each in turn until none has expired
+// documents left, so one large container cannot starve the others. Batches are
+// found by range scans of the T and X indexes up to the container's cutoffs:
+// the work is proportional to the number of expired documents, not to the
+// container's size. Before each batch the purger yields while user operations
+// are in flight. It keeps no state of its own: after a restart the indexes say
+// exactly what is left to do. Purging is never charged to anyone.
+type purger struct {
+	e     *Engine
+	kickc chan struct{}
+	stopc chan struct{}
+	donec chan struct{}
+	once  sync.Once
+
+	started atomic.Bool
+	purged  atomic.Int64 // documents deleted since start
+	passes  atomic.Int64
+}
+
+func newPurger(e *Engine) *purger {
+	return &purger{e: e, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
+}
+
+func (p *purger) start() {
+	p.started.Store(true)
+	go p.run()
+}
+
+// kick wakes the purger early, e.g. after a container's TTL changed.
+func (p *purger) kick() {
+	select {
+	case p.kickc <- struct{}{}:
+	default:
+	}
+}
+
+func (p *purger) stop() {
+	p.once.Do(func() { close(p.stopc) })
+	if p.started.Load() {
+		<-p.donec
+	}
+}
+
+func (p *purger) run() {
+	defer close(p.donec)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-p.stopc:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	interval := p.e.opts.PurgeInterval
+	backoff := interval
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-p.stopc:
+			return
+		case <-p.kickc:
+		case <-timer.C:
+		}
+		_, err := p.e.purge(ctx, true)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			p.e.log.Warn("purge pass", "err", err, "retry_in", backoff)
+			backoff = min(2*backoff, 30*time.Second)
+		default:
+			backoff = interval
+		}
+		timer.Reset(backoff)
+	}
+}
+
+// PurgeStats describes the purger's progress.
+type PurgeStats struct {
+	// Purged is the number of documents physically deleted since the engine opened.
+	Purged int64
+	// Passes is the number of completed purge passes.
+	Passes int64
+}
+
+// PurgeStats returns the purger's counters.
+func (e *Engine) PurgeStats() PurgeStats {
+	return PurgeStats{Purged: e.purger.purged.Load(), Passes: e.purger.passes.Load()}
+}
+
+// Purge physically deletes every document expired at the current server time,
+// synchronously, and returns how many it deleted. It does not yield to user
+// operations; the background purger does.
+func (e *Engine) Purge(ctx context.Context) (int, error) { return e.purge(ctx, false) }
+
+type purgeTarget struct{ db, coll string }
+
+func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
+	var targets []purgeTarget
+	err := e.store.View(ctx, func(r kv.Reader) error {
+		it := r.Scan([]byte{pfxContainer}, []byte{pfxContainer + 1}, false)
+		defer it.Close()
+		for it.Next() {
+			var c collRecord
+			if err := json.Unmarshal(it.Value(), &c); err != nil {
+				return fmt.Errorf("decode container: %w", err)
+			}
+			// A container with TTL off and no watermark can hold no expired document.
+			if c.TTLOn || c.Watermarks != ttl.Initial {
+				targets = append(targets, purgeTarget{c.DB, c.ID})
+			}
+		}
+		return it.Err()
+	})
+	if err != nil {
+		return 0, fmt.Errorf("list containers to purge: %w", err)
+	}
+	total := 0
+	for len(targets) > 0 {
+		next := targets[:0]
+		for _, t := range targets {
+			if yield {
+				e.yieldToUsers(ctx)
+			}
+			if err := ctx.Err(); err != nil {
+				return total, err
+			}
+			n, more, err := e.purgeBatch(ctx, t)
+			total += n
+			if err != nil {
+				return total, fmt.Errorf("purge %s/%s: %w", t.db, t.coll, err)
+			}
+			if more {
+				next = append(next, t)
+			}
+		}
+		targets = next
+	}
+	e.purger.passes.Add(1)
+	return total, nil
+}
+
+// yieldToUsers waits, briefly, while user operations are in flight.
+func (e *Engine) yieldToUsers(ctx context.Context) {
+	for i := 0; i < 50 && e.inflight.Load() > 0 && ctx.Err() == nil; i++ {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// purgeBatch deletes up to PurgeBatch expired documents of one container and
+// reports whether more may remain.
+func (e *Engine) purgeBatch(ctx context.Context, t purgeTarget) (int, bool, error) {
+	limit := e.opts.PurgeBatch
+	now, err := e.now(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	n, more := 0, false
+	err = e.store.Update(ctx, func(tx kv.Tx) error {
+		n, more = 0, false
+		s, err := e.scope(tx, t.db, t.coll, now)
+		if err != nil {
+			if isNotFound(err) { // dropped meanwhile: nothing to do
+				return nil
+			}
+			return err
+		}
+		type entry struct{ key, suffix []byte }
+		var entries []entry
+		collect := func(pfx byte, cut int64) error {
+			if cut == ttl.NoCut {
+				return nil
+			}
+			it := tx.Scan(collKey(pfx, s.rid), tsBound(pfx, s.rid, cut+1), false)
+			defer it.Close()
+			for len(entries) < limit && it.Next() {
+				entries = append(entries, entry{append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...)})
+			}
+			if len(entries) >= limit && it.Next() {
+				more = true
+			}
+			return it.Err()
+		}
+		if err := collect(pfxByTS, ttl.DefaultCutoff(now, s.pol, s.c.Watermarks)); err != nil {
+			return err
+		}
+		if len(entries) < limit {
+			if err := collect(pfxByExpiry, ttl.OwnCutoff(now, s.pol, s.c.Watermarks)); err != nil {
+				return err
+			}
+		} else {
+			more = true
+		}
+		for _, en := range entries {
+			rec, err := lookup(tx, s.rid, en.suffix)
+			if err != nil {
+				return err
+			}
+			if rec == nil || s.live(rec) {
+				// An entry that no longer belongs to a live document's current
+				// version (writes remove their old entries, so this only follows
+				// corruption): drop the entry itself so no pass trips on it again.
+				if rec == nil || !ownsKey(s.rid, rec, en.key) {
+					if err := tx.Delete(en.key); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if err := s.remove(tx, en.suffix, rec); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err == nil {
+		e.purger.purged.Add(int64(n))
+	}
+	return n, more, err
+}
+
+func ownsKey(coll [8]byte, rec *docRecord, key []byte) bool {
+	for _, k := range secondaryKeys(coll, rec) {
+		if bytes.Equal(k, key) {
+			return true
+		}
+	}
+	return false
+}

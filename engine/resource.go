@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/jsonv"
+)
+
+// Resource is one resource as served: its JSON body (system properties included)
+// and the values the gateway puts in headers.
+type Resource struct {
+	// Body is the resource's JSON, exactly as returned to clients.
+	Body []byte
+	// ETag is the quoted _etag.
+	ETag string
+	// RID is the resource's _rid.
+	RID string
+	// Charge is the request charge in request units.
+	Charge float64
+	// ContainerRID is the owning container's _rid for documents; empty otherwise.
+	ContainerRID string
+}
+
+// systemProperties are the top-level names the server owns; values a client sends
+// for them are replaced.
+var systemProperties = []string{"_rid", "_self", "_etag", "_ts", "_attachments"}
+
+// maxNameBytes bounds database and container ids; document ids have their own bound.
+const (
+	maxNameBytes  = 255
+	maxIDBytes    = 1023
+	maxDocBytes   = 2 << 20 // 2 MB, Cosmos DB's document size limit
+	maxBatchOps   = 100
+	defaultPage   = 100
+	maxPage       = 1000
+	maxPageBytes  = 4 << 20
+	readChargeKB  = 1.0
+	writeChargeKB = 5.0
+)
+
+// readCharge and writeCharge are a provisional cost model: about 1 RU per KB read
+// and 5 RU per KB written, never below one unit.
+func readCharge(n int) float64  { return readChargeKB * float64(max(1, (n+1023)/1024)) }
+func writeCharge(n int) float64 { return writeChargeKB * float64(max(1, (n+1023)/1024)) }
+
+// validateResourceName applies Cosmos DB's rules to a database or container id.
+func validateResourceName(kind string, v jsonv.Value, present bool) (string, error) {
+	if !present {
+		return "", lethe.Errorf(lethe.CodeBadRequest, "The input content is invalid because the required properties - 'id; ' - are missing")
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", lethe.Errorf(lethe.CodeBadRequest, "The %s id must be a string.", kind)
+	}
+	if s == "" || len(s) > maxNameBytes || strings.HasSuffix(s, " ") || strings.ContainsAny(s, `/\?#`) {
+		return "", lethe.Errorf(lethe.CodeBadRequest, "The %s id '%s' is invalid: it must be 1 to %d characters, must not end with a space, and must not contain '/', '\\', '?' or '#'.", kind, truncate(s, 100), maxNameBytes)
+	}
+	return s, nil
+}
+
+// validateDocumentID applies Cosmos DB's rules to a document id.
+func validateDocumentID(v jsonv.Value, present bool) (string, error) {
+	if !present {
+		return "", lethe.Errorf(lethe.CodeBadRequest, "The input content is invalid because the required properties - 'id; ' - are missing")
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", lethe.Errorf(lethe.CodeBadRequest, "The input content is invalid because the property 'id' must be a string, found %s.", jsonv.TypeName(v))
+	}
+	if s == "" {
+		return "", lethe.Errorf(lethe.CodeBadRequest, "The input name '' is invalid. Ensure to provide a unique non-empty string less than '%d' characters.", maxIDBytes+1)
+	}
+	if len(s) > maxIDBytes {
+		return "", lethe.Errorf(lethe.CodeBadRequest, "The input name is invalid: the id is %d bytes long; the limit is %d.", len(s), maxIDBytes)
+	}
+	if strings.ContainsAny(s, `/\#`) {
+		return "", lethe.Errorf(lethe.CodeBadRequest, "The input name '%s' is invalid. Ensure to provide a unique non-empty string less than '%d' characters, not containing '/', '\\' or '#'.", truncate(s, 100), maxIDBytes+1)
+	}
+	return s, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// stampSystem removes client-sent system properties from o and appends the
+// server's, in Cosmos DB's order.
+func stampSystem(o *jsonv.Object, rid, self, etag string, ts int64, extra ...string) {
+	for _, k := range systemProperties {
+		o.Delete(k)
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		o.Delete(extra[i])
+	}
+	o.Set("_rid", rid)
+	o.Set("_self", self)
+	o.Set("_etag", etag)
+	for i := 0; i+1 < len(extra); i += 2 {
+		o.Set(extra[i], extra[i+1])
+	}
+	o.Set("_ts", jsonv.Number(strconv.FormatInt(ts, 10)))
+}
+
+func notFound() error {
+	return lethe.Errorf(lethe.CodeNotFound, "Resource Not Found. Learn more: https://aka.ms/cosmosdb-tsg-not-found")
+}
+
+func badBody(err error) error {
+	return lethe.Errorf(lethe.CodeBadRequest, "The request body is not valid JSON: %s", err.Error())
+}
+
+func isNotFound(err error) bool {
+	return lethe.ErrorCode(err) == lethe.CodeNotFound
+}

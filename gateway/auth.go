@@ -1,0 +1,240 @@
+package gateway
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/lethe-db/lethe"
+)
+
+// Master-key authorization, as the Cosmos DB REST protocol defines it and as the
+// Go (azcosmos) and JavaScript (@azure/cosmos) SDKs implement it:
+//
+//	payload = lower(verb) + "\n" + lower(resourceType) + "\n" + resourceLink + "\n" +
+//	          lower(x-ms-date) + "\n" + "\n"
+//	sig     = base64(HMAC-SHA256(base64decode(masterKey), payload))
+//	Authorization: urlencode("type=master&ver=1.0&sig=" + sig)
+//
+// The Go SDK encodes the header with url.QueryEscape and the JavaScript SDK with
+// encodeURIComponent; both turn '+' into "%2B", so the header is decoded with path
+// unescaping, which leaves a literal '+' alone (query unescaping would turn it into
+// a space and break signatures sent unencoded).
+
+// maxClockSkew is how far the request's x-ms-date may be from the server's clock,
+// in either direction, before the request is refused. Cosmos DB allows 15 minutes.
+const maxClockSkew = 15 * time.Minute
+
+// macTokenHelp is the link Cosmos DB puts in its bad-signature message.
+const macTokenHelp = "https://aka.ms/cosmosdb-tsg-mac-token"
+
+// resourceFromPath derives the resource type and resource link that a client signs
+// from the escaped URL path of a request (r.URL.EscapedPath()).
+//
+// The path is split on "/" before percent-decoding, so an id containing "%2F" stays
+// one segment; empty segments are dropped. With no segments both results are empty
+// (the database account, GET /). With an odd number of segments the request is for a
+// feed: the type is the last segment and the link is the segments before it
+// ("dbs/d/colls/c/docs" gives "docs" and "dbs/d/colls/c"). With an even number it is
+// for one resource: the type is the second-to-last segment and the link is the whole
+// path ("dbs/d/colls/c/docs/x" gives "docs" and "dbs/d/colls/c/docs/x"). Offers are
+// addressed by RID, and clients sign only the lower-cased offer id as the link.
+//
+// The link is built from decoded segments, matching the Go SDK, which signs
+// url.PathUnescape of its escaped link. It returns a BadRequest error when a segment
+// is not valid percent-encoding.
+func resourceFromPath(escapedPath string) (resourceType, resourceLink string, err error) {
+	var segs []string
+	for s := range strings.SplitSeq(escapedPath, "/") {
+		if s == "" {
+			continue
+		}
+		dec, err := url.PathUnescape(s)
+		if err != nil {
+			return "", "", lethe.Errorf(lethe.CodeBadRequest, "The request path %q is not valid percent-encoding.", truncateInput(escapedPath, 200))
+		}
+		segs = append(segs, dec)
+	}
+	switch n := len(segs); {
+	case n == 0:
+		return "", "", nil
+	case n%2 == 1:
+		return segs[n-1], strings.Join(segs[:n-1], "/"), nil
+	case n == 2 && segs[0] == "offers":
+		return "offers", strings.ToLower(segs[1]), nil
+	default:
+		return segs[n-2], strings.Join(segs, "/"), nil
+	}
+}
+
+// checkMasterKey verifies the master-key Authorization header of r against key, the
+// base64-decoded account key, for the given resource type and link (see
+// resourceFromPath). The signed date is the x-ms-date header, or the Date header when
+// x-ms-date is absent; it must be RFC 1123 in GMT (or UTC) and within maxClockSkew of
+// now.
+//
+// It returns nil on success and an Unauthorized *lethe.Error otherwise: for a
+// missing or malformed header, an unsupported token type (AAD and resource tokens),
+// a missing, malformed or skewed date, or a signature that does not match. It never
+// sets a substatus: the SDKs react to some 401/403 substatus codes by refreshing
+// their endpoint caches.
+func checkMasterKey(r *http.Request, resourceType, resourceLink string, key []byte, now time.Time) error {
+	raw := r.Header.Get("Authorization")
+	if raw == "" {
+		return authErrorf("Required Header authorization is missing. Ensure a valid Authorization token is defined for the request.")
+	}
+	tok, err := parseAuthorization(raw)
+	if err != nil {
+		return err
+	}
+
+	date := r.Header.Get("x-ms-date")
+	if date == "" {
+		date = r.Header.Get("Date")
+	}
+	if date == "" {
+		return authErrorf("Required header 'x-ms-date' is missing. Please pass in the request date in RFC 1123 format, e.g. 'Mon, 02 Jan 2006 15:04:05 GMT'.")
+	}
+	t, ok := parseRequestDate(date)
+	if !ok {
+		return authErrorf("The input date header '%s' is invalid format. Please pass in RFC 1123 style date format, e.g. 'Mon, 02 Jan 2006 15:04:05 GMT'.", truncateInput(date, 100))
+	}
+	if d := now.Sub(t); d > maxClockSkew || d < -maxClockSkew {
+		return authErrorf("The authorization token is not valid at the current time. Please create another token and retry (token start time: %s, token expiry time: %s, current server time: %s).",
+			t.Add(-maxClockSkew).UTC().Format(http.TimeFormat),
+			t.Add(maxClockSkew).UTC().Format(http.TimeFormat),
+			now.UTC().Format(http.TimeFormat))
+	}
+
+	payload := stringToSign(r.Method, resourceType, resourceLink, date)
+	if !hmac.Equal(tok.sig, computeMAC(payload, key)) {
+		return authErrorf("The input authorization token can't serve the request. The wrong key is being used or the expected payload is not built as per the protocol. For more info: %s. Server used the following payload to sign: '%s'",
+			macTokenHelp, strings.ReplaceAll(payload, "\n", `\n`))
+	}
+	return nil
+}
+
+// signMasterKey returns the Authorization header value a client sends for the given
+// request: the url-encoded "type=master&ver=1.0&sig=..." string, encoded with
+// url.QueryEscape exactly as the Go SDK does. key is the base64-decoded account key.
+// The tests use it, and so can tools that talk to Lethe without an SDK.
+func signMasterKey(verb, resourceType, resourceLink, date string, key []byte) string {
+	sig := base64.StdEncoding.EncodeToString(computeMAC(stringToSign(verb, resourceType, resourceLink, date), key))
+	return url.QueryEscape("type=master&ver=1.0&sig=" + sig)
+}
+
+// stringToSign builds the payload that master-key signatures cover. Only the verb,
+// the resource type and the date are lower-cased; the link keeps its case.
+func stringToSign(verb, resourceType, resourceLink, date string) string {
+	return strings.ToLower(verb) + "\n" +
+		strings.ToLower(resourceType) + "\n" +
+		resourceLink + "\n" +
+		strings.ToLower(date) + "\n" +
+		"\n"
+}
+
+// computeMAC returns HMAC-SHA256(key, payload).
+func computeMAC(payload string, key []byte) []byte {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(payload))
+	return h.Sum(nil)
+}
+
+// authToken is a parsed master-key Authorization header.
+type authToken struct {
+	sig []byte // the decoded signature, sha256.Size bytes
+}
+
+// parseAuthorization parses an Authorization header value, url-encoded or not, of
+// the form "type=master&ver=1.0&sig=<base64>". Key names are matched without regard
+// to case and in any order. It returns an Unauthorized *lethe.Error for anything
+// else, including AAD ("type=aad") and resource ("type=resource") tokens, which
+// Lethe does not support.
+func parseAuthorization(raw string) (authToken, error) {
+	s := raw
+	if strings.Contains(s, "%") {
+		dec, err := url.PathUnescape(s)
+		if err != nil {
+			return authToken{}, malformedAuthError()
+		}
+		s = dec
+	}
+	var typ, ver, sig string
+	var haveSig bool
+	for part := range strings.SplitSeq(s, "&") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return authToken{}, malformedAuthError()
+		}
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "type":
+			typ = strings.TrimSpace(v)
+		case "ver":
+			ver = strings.TrimSpace(v)
+		case "sig":
+			sig, haveSig = strings.TrimSpace(v), true
+		}
+	}
+	switch strings.ToLower(typ) {
+	case "master":
+	case "aad":
+		return authToken{}, authErrorf("Microsoft Entra ID (AAD) tokens are not supported by Lethe. Authenticate with the account key.")
+	case "resource", "sas":
+		return authToken{}, authErrorf("Resource tokens are not supported by Lethe. Authenticate with the account key.")
+	default:
+		return authToken{}, malformedAuthError()
+	}
+	if ver != "1.0" || !haveSig {
+		return authToken{}, malformedAuthError()
+	}
+	b, err := base64.StdEncoding.DecodeString(sig)
+	if err != nil || len(b) != sha256.Size {
+		return authToken{}, malformedAuthError()
+	}
+	return authToken{sig: b}, nil
+}
+
+// parseRequestDate parses an x-ms-date or Date header: RFC 1123 with the zone
+// written "GMT" (what both SDKs send) or "UTC". Other zones are refused, because
+// time.Parse silently treats unknown abbreviations as UTC offset zero.
+func parseRequestDate(s string) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	if !strings.HasSuffix(s, " GMT") && !strings.HasSuffix(s, " UTC") {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC1123, s)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// malformedAuthError is the error for an Authorization header that cannot be
+// parsed. It does not echo the header, which carries a credential.
+func malformedAuthError() *lethe.Error {
+	return authErrorf("The input authorization token can't serve the request. The Authorization header is not of the form 'type=master&ver=1.0&sig=<base64 signature>', url-encoded. For more info: %s.",
+		macTokenHelp)
+}
+
+// authErrorf returns an Unauthorized (401) domain error without a substatus.
+func authErrorf(format string, args ...any) *lethe.Error {
+	return lethe.Errorf(lethe.CodeUnauthorized, format, args...)
+}
+
+// truncateInput shortens s to at most n bytes, cut at a rune boundary and marked
+// with "...", for quoting client input in error messages.
+func truncateInput(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "..."
+}

@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/engine"
+)
+
+// batchOpJSON is one operation as both SDKs send it.
+type batchOpJSON struct {
+	OperationType string          `json:"operationType"`
+	ID            string          `json:"id"`
+	ResourceBody  json.RawMessage `json:"resourceBody"`
+	IfMatch       string          `json:"ifMatch"`
+	IfNoneMatch   string          `json:"ifNoneMatch"`
+	PartitionKey  string          `json:"partitionKey"` // JS: the key as a JSON string
+}
+
+type batchResultJSON struct {
+	StatusCode    int             `json:"statusCode"`
+	RequestCharge float64         `json:"requestCharge"`
+	ETag          string          `json:"eTag,omitempty"`
+	ResourceBody  json.RawMessage `json:"resourceBody,omitempty"`
+}
+
+// batch serves a transactional batch: 200 with every result when it committed,
+// 207 when it did not, where the failing operation has its own status and the
+// others 424.
+func (s *Server) batch(w http.ResponseWriter, rq *request) {
+	pk, err := rq.partitionKey()
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	if pk == nil {
+		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "A transactional batch requires the x-ms-documentdb-partitionkey header."))
+		return
+	}
+	body, err := rq.body()
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	var raw []batchOpJSON
+	if err := json.Unmarshal(body, &raw); err != nil {
+		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "The batch request body must be a JSON array of operations: %s", err.Error()))
+		return
+	}
+	ops := make([]engine.BatchOp, len(raw))
+	for i, op := range raw {
+		if op.PartitionKey != "" {
+			opk, err := parsePartitionKeyHeader(op.PartitionKey)
+			if err != nil {
+				s.writeError(w, rq, err)
+				return
+			}
+			if !opk.Equal(pk) {
+				s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "Batch operation %d has partition key %s; every operation of a batch must use the request's key %s.", i, opk, pk))
+				return
+			}
+		}
+		ops[i] = engine.BatchOp{Type: op.OperationType, ID: op.ID, Body: op.ResourceBody, IfMatch: op.IfMatch, IfNoneMatch: op.IfNoneMatch}
+	}
+	results, committed, err := s.opts.Engine.ExecuteBatch(rq.r.Context(), rq.segs[1], rq.segs[3], pk, ops)
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	out := make([]batchResultJSON, len(results))
+	total := 0.0
+	containerRID := ""
+	for i, r := range results {
+		if r.ContainerRID != "" {
+			containerRID = r.ContainerRID
+		}
+		if r.Err != nil {
+			out[i] = batchResultJSON{StatusCode: statusFor(r.Err), RequestCharge: 0}
+			continue
+		}
+		st := http.StatusOK
+		switch r.Outcome {
+		case engine.OutcomeCreated:
+			st = http.StatusCreated
+		case engine.OutcomeNoContent:
+			st = http.StatusNoContent
+		}
+		out[i] = batchResultJSON{StatusCode: st, RequestCharge: r.Charge, ETag: r.ETag, ResourceBody: r.Body}
+		total += r.Charge
+	}
+	rq.charge = max(total, 1)
+	s.sessionFor(rq, containerRID)
+	status := http.StatusOK
+	if !committed {
+		status = http.StatusMultiStatus
+	}
+	rq.writeJSON(w, status, out)
+}

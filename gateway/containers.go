@@ -1,0 +1,118 @@
+package gateway
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/lethe-db/lethe"
+)
+
+func (s *Server) postContainers(w http.ResponseWriter, rq *request) {
+	if isQuery(rq) {
+		s.writeError(w, rq, queriesNotSupported())
+		return
+	}
+	if rq.header("x-ms-offer-throughput") != "" || rq.header("x-ms-cosmos-offer-autopilot-settings") != "" {
+		// Provisioned throughput is accepted and not enforced yet: containers are unlimited.
+		s.log.Debug("offer throughput requested; not enforced", "container_db", rq.segs[1])
+	}
+	body, err := rq.body()
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	res, err := s.opts.Engine.CreateContainer(rq.r.Context(), rq.segs[1], body)
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	rq.charge = res.Charge
+	rq.ridPath = res.RID
+	rq.writeResource(w, http.StatusCreated, res.ETag, res.Body)
+}
+
+func (s *Server) listContainers(w http.ResponseWriter, rq *request) {
+	list, err := s.opts.Engine.ListContainers(rq.r.Context(), rq.segs[1])
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	rq.charge = 1
+	rq.writeFeed(w, "", "DocumentCollections", bodies(list))
+}
+
+func (s *Server) getContainer(w http.ResponseWriter, rq *request) {
+	res, _, err := s.opts.Engine.ReadContainer(rq.r.Context(), rq.segs[1], rq.segs[3])
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	rq.charge = res.Charge
+	rq.ridPath = res.RID
+	if rq.header("If-None-Match") == res.ETag {
+		s.writeError(w, rq, &lethe.Error{Code: lethe.CodeNotModified})
+		return
+	}
+	rq.writeResource(w, http.StatusOK, res.ETag, res.Body)
+}
+
+func (s *Server) putContainer(w http.ResponseWriter, rq *request) {
+	body, err := rq.body()
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	res, err := s.opts.Engine.ReplaceContainer(rq.r.Context(), rq.segs[1], rq.segs[3], body, rq.header("If-Match"))
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	rq.charge = res.Charge
+	rq.ridPath = res.RID
+	rq.writeResource(w, http.StatusOK, res.ETag, res.Body)
+}
+
+func (s *Server) deleteContainer(w http.ResponseWriter, rq *request) {
+	if err := s.opts.Engine.DeleteContainer(rq.r.Context(), rq.segs[1], rq.segs[3]); err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	rq.charge = 1
+	writeNoContent(w, rq)
+}
+
+// getPartitionKeyRanges serves the single physical partition covering the whole
+// hash space. Its etag never changes, so the Go SDK's incremental refresh
+// (If-None-Match) gets 304 on the second call, as it expects.
+func (s *Server) getPartitionKeyRanges(w http.ResponseWriter, rq *request) {
+	info, err := s.opts.Engine.ContainerInfo(rq.r.Context(), rq.segs[1], rq.segs[3])
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	rq.charge = 1
+	rq.ridPath = info.RID
+	etag := `"pkranges-` + info.RID + `-1"`
+	w.Header().Set("etag", etag)
+	if rq.header("If-None-Match") == etag {
+		s.writeError(w, rq, &lethe.Error{Code: lethe.CodeNotModified})
+		return
+	}
+	rangeRID := info.RID // nothing reads a range's _rid; the container's is unique enough
+	item := `{"_rid":` + strconv.Quote(rangeRID) + `,"id":"0","_etag":` + strconv.Quote(etag) +
+		`,"minInclusive":"","maxExclusive":"FF","ridPrefix":0,"_self":` + strconv.Quote("dbs/"+rq.segs[1]+"/colls/"+rq.segs[3]+"/pkranges/"+rangeRID+"/") +
+		`,"throughputFraction":1,"status":"online","parents":[],"_ts":0,"lsn":0}`
+	rq.writeFeed(w, info.RID, "PartitionKeyRanges", [][]byte{[]byte(item)})
+}
+
+// offers answers throughput requests. Lethe does not provision throughput yet:
+// every container is unlimited, so the offers feed is empty (the SDKs report
+// "no provisioned throughput") and reads or replaces of an offer are 404.
+func (s *Server) offers(w http.ResponseWriter, rq *request) {
+	rq.charge = 1
+	if len(rq.segs) == 1 {
+		rq.writeFeed(w, "", "Offers", nil)
+		return
+	}
+	s.writeError(w, rq, lethe.Errorf(lethe.CodeNotFound, "Resource Not Found. Lethe does not provision throughput yet; containers are unlimited."))
+}

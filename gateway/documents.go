@@ -1,0 +1,179 @@
+package gateway
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/engine"
+)
+
+// docRef decodes the document a request names.
+func (s *Server) docRef(rq *request) (engine.DocRef, error) {
+	pk, err := rq.partitionKey()
+	if err != nil {
+		return engine.DocRef{}, err
+	}
+	ref := engine.DocRef{DB: rq.segs[1], Coll: rq.segs[3], PK: pk}
+	if len(rq.segs) > 5 {
+		ref.ID = rq.segs[5]
+	}
+	return ref, nil
+}
+
+func (rq *request) conditions() engine.Conditions {
+	return engine.Conditions{IfMatch: rq.header("If-Match"), IfNoneMatch: rq.header("If-None-Match")}
+}
+
+// sessionFor records the session token and content path of a document response.
+func (s *Server) sessionFor(rq *request, containerRID string) {
+	rq.session = "0:-1#" + strconv.FormatUint(s.opts.Engine.LSN(), 10)
+	rq.ridPath = containerRID
+}
+
+// postDocuments serves POST .../docs: create, upsert, transactional batch, or query.
+func (s *Server) postDocuments(w http.ResponseWriter, rq *request) {
+	switch {
+	case isQuery(rq):
+		s.writeError(w, rq, queriesNotSupported())
+		return
+	case rq.flag("x-ms-cosmos-is-batch-request"):
+		s.batch(w, rq)
+		return
+	}
+	ref, err := s.docRef(rq)
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	body, err := rq.body()
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	var res engine.WriteResult
+	if rq.flag("x-ms-documentdb-is-upsert") {
+		res, err = s.opts.Engine.UpsertDocument(rq.r.Context(), ref, body, rq.conditions())
+	} else {
+		res, err = s.opts.Engine.CreateDocument(rq.r.Context(), ref, body)
+	}
+	s.writeWrite(w, rq, res, err)
+}
+
+func (s *Server) writeWrite(w http.ResponseWriter, rq *request, res engine.WriteResult, err error) {
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	rq.charge = res.Charge
+	s.sessionFor(rq, res.ContainerRID)
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	rq.writeResource(w, status, res.ETag, res.Body)
+}
+
+func (s *Server) getDocument(w http.ResponseWriter, rq *request) {
+	ref, err := s.docRef(rq)
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	res, err := s.opts.Engine.ReadDocument(rq.r.Context(), ref, rq.conditions())
+	if lethe.IsCode(err, lethe.CodeNotModified) {
+		w.Header().Set("etag", res.ETag)
+		rq.charge = res.Charge
+		s.sessionFor(rq, res.ContainerRID)
+	}
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	rq.charge = res.Charge
+	s.sessionFor(rq, res.ContainerRID)
+	rq.minimal = false // reads always return the document
+	rq.writeResource(w, http.StatusOK, res.ETag, res.Body)
+}
+
+func (s *Server) putDocument(w http.ResponseWriter, rq *request) {
+	ref, err := s.docRef(rq)
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	body, err := rq.body()
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	res, err := s.opts.Engine.ReplaceDocument(rq.r.Context(), ref, body, rq.conditions())
+	s.writeWrite(w, rq, res, err)
+}
+
+func (s *Server) patchDocument(w http.ResponseWriter, rq *request) {
+	ref, err := s.docRef(rq)
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	body, err := rq.body()
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	p, err := engine.ParsePatch(body)
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	res, err := s.opts.Engine.PatchDocument(rq.r.Context(), ref, p, rq.conditions())
+	s.writeWrite(w, rq, res, err)
+}
+
+func (s *Server) deleteDocument(w http.ResponseWriter, rq *request) {
+	ref, err := s.docRef(rq)
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	res, err := s.opts.Engine.DeleteDocument(rq.r.Context(), ref, rq.conditions())
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	rq.charge = res.Charge
+	s.sessionFor(rq, res.ContainerRID)
+	writeNoContent(w, rq)
+}
+
+// readFeed serves GET .../docs: a page of the container's live documents.
+func (s *Server) readFeed(w http.ResponseWriter, rq *request) {
+	if aim := rq.header("A-IM"); aim != "" {
+		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "Lethe does not support the change feed (A-IM: %s) yet.", truncateInput(aim, 50)))
+		return
+	}
+	pk, err := rq.partitionKey()
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	n, err := rq.maxItemCount()
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	page, err := s.opts.Engine.ReadFeed(rq.r.Context(), rq.segs[1], rq.segs[3], engine.FeedOptions{
+		PK: pk, MaxItems: n, Continuation: rq.header("x-ms-continuation"),
+	})
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	rq.charge = page.Charge
+	s.sessionFor(rq, page.ContainerRID)
+	if page.Continuation != "" {
+		w.Header().Set("x-ms-continuation", page.Continuation)
+	}
+	rq.writeFeed(w, page.ContainerRID, "Documents", page.Docs)
+}

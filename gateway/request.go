@@ -1,0 +1,159 @@
+package gateway
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/lethe-db/lethe"
+)
+
+// maxBodyBytes bounds request bodies: a 2 MB document plus room for a batch's
+// envelope. Larger bodies are refused with 413 before they are read in full.
+const maxBodyBytes = 2<<20 + 64<<10
+
+// request carries one request's decoded routing data and the response state
+// shared by every handler.
+type request struct {
+	r        *http.Request
+	activity string
+	segs     []string // decoded path segments
+	charge   float64
+	session  string // session token to return, if any
+	altPath  string // x-ms-alt-content-path
+	ridPath  string // x-ms-content-path
+	minimal  bool   // Prefer: return=minimal
+}
+
+func newActivityID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+func (rq *request) header(name string) string { return rq.r.Header.Get(name) }
+
+// flag reads a boolean header ("true"/"True").
+func (rq *request) flag(name string) bool { return strings.EqualFold(rq.header(name), "true") }
+
+// body reads the request body, refusing more than maxBodyBytes with 413.
+func (rq *request) body() ([]byte, error) {
+	if rq.r.ContentLength > maxBodyBytes {
+		return nil, lethe.Errorf(lethe.CodeEntityTooLarge, "Request size is too large: %d bytes; the limit is %d.", rq.r.ContentLength, maxBodyBytes)
+	}
+	b, err := io.ReadAll(io.LimitReader(rq.r.Body, maxBodyBytes+1))
+	if err != nil {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "The request body could not be read: %s", err.Error())
+	}
+	if len(b) > maxBodyBytes {
+		return nil, lethe.Errorf(lethe.CodeEntityTooLarge, "Request size is too large; the limit is %d bytes.", maxBodyBytes)
+	}
+	return b, nil
+}
+
+// partitionKey parses the partition key header; nil when absent.
+func (rq *request) partitionKey() (lethe.PartitionKey, error) {
+	v, ok := rq.r.Header["X-Ms-Documentdb-Partitionkey"]
+	if !ok || len(v) == 0 {
+		return nil, nil
+	}
+	return parsePartitionKeyHeader(v[0])
+}
+
+// maxItemCount reads x-ms-max-item-count; 0 means the default.
+func (rq *request) maxItemCount() (int, error) {
+	v := rq.header("x-ms-max-item-count")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < -1 {
+		return 0, lethe.Errorf(lethe.CodeBadRequest, "The x-ms-max-item-count header value '%s' is invalid: use a positive integer or -1.", truncateInput(v, 50))
+	}
+	if n == -1 {
+		return 0, nil
+	}
+	return n, nil
+}
+
+func (rq *request) setCommonHeaders(h http.Header) {
+	h.Set("x-ms-activity-id", rq.activity)
+	h.Set("x-ms-request-charge", strconv.FormatFloat(rq.charge, 'f', -1, 64))
+	h.Set("x-ms-serviceversion", "version=2.14.0.0")
+	h.Set("x-ms-gateway-version", "version=2.14.0")
+	h.Set("x-ms-schemaversion", "1.18")
+	if rq.session != "" {
+		h.Set("x-ms-session-token", rq.session)
+	}
+	if rq.altPath != "" {
+		h.Set("x-ms-alt-content-path", rq.altPath)
+	}
+	if rq.ridPath != "" {
+		h.Set("x-ms-content-path", rq.ridPath)
+	}
+}
+
+// writeJSON writes v as the response body with status.
+func (rq *request) writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{"code":"InternalServerError","message":"Internal error."}`)
+		status = http.StatusInternalServerError
+	}
+	rq.writeRaw(w, status, b)
+}
+
+// writeRaw writes an already-encoded JSON body.
+func (rq *request) writeRaw(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	rq.setCommonHeaders(h)
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// writeResource writes one resource with its etag, honouring Prefer: return=minimal.
+func (rq *request) writeResource(w http.ResponseWriter, status int, etag string, body []byte) {
+	if etag != "" {
+		w.Header().Set("etag", etag)
+	}
+	if rq.minimal {
+		rq.setCommonHeaders(w.Header())
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(status)
+		return
+	}
+	rq.writeRaw(w, status, body)
+}
+
+// writeFeed writes a feed body {"_rid","<list>":[...],"_count"} from raw items.
+func (rq *request) writeFeed(w http.ResponseWriter, rid, list string, items [][]byte) {
+	n := 32 + len(rid) + len(list)
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"_rid":`...)
+	b = strconv.AppendQuote(b, rid)
+	b = append(b, `,"`...)
+	b = append(b, list...)
+	b = append(b, `":[`...)
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	b = append(b, `],"_count":`...)
+	b = strconv.AppendInt(b, int64(len(items)), 10)
+	b = append(b, '}')
+	w.Header().Set("x-ms-item-count", strconv.Itoa(len(items)))
+	rq.writeRaw(w, http.StatusOK, b)
+}

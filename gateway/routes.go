@@ -1,0 +1,109 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"strings"
+
+	"github.com/lethe-db/lethe"
+)
+
+// ServeHTTP authenticates and routes one request. A panic anywhere below is
+// recovered into a 500 with a JSON body: no request can take the server down.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rq := &request{r: r, activity: r.Header.Get("x-ms-activity-id")}
+	if rq.activity == "" {
+		rq.activity = newActivityID()
+	}
+	rq.minimal = strings.Contains(strings.ToLower(r.Header.Get("Prefer")), "return=minimal")
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.writeError(w, rq, fmt.Errorf("panic serving %s %s: %v\n%s", r.Method, r.URL.Path, v, debug.Stack()))
+		}
+	}()
+	resType, resLink, err := resourceFromPath(r.URL.EscapedPath())
+	if err != nil {
+		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "The request path is invalid: %s", err.Error()))
+		return
+	}
+	if err := checkMasterKey(r, resType, resLink, s.opts.Key, s.opts.Now()); err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	for _, seg := range strings.Split(r.URL.EscapedPath(), "/") {
+		if seg == "" {
+			continue
+		}
+		d, _ := url.PathUnescape(seg) // validated by resourceFromPath
+		rq.segs = append(rq.segs, d)
+	}
+	s.route(w, rq)
+}
+
+// route dispatches on the decoded path segments:
+//
+//	/                                    account
+//	/dbs[/{db}]                          databases
+//	/dbs/{db}/colls[/{coll}]             containers
+//	/dbs/{db}/colls/{coll}/pkranges      partition key ranges
+//	/dbs/{db}/colls/{coll}/docs[/{id}]   documents
+//	/offers[/{id}]                       offers (throughput)
+func (s *Server) route(w http.ResponseWriter, rq *request) {
+	seg := rq.segs
+	switch {
+	case len(seg) == 0:
+		s.method(w, rq, map[string]handler{"GET": s.getAccount})
+	case seg[0] == "dbs" && len(seg) <= 2:
+		if len(seg) == 1 {
+			s.method(w, rq, map[string]handler{"GET": s.listDatabases, "POST": s.postDatabases})
+		} else {
+			s.method(w, rq, map[string]handler{"GET": s.getDatabase, "DELETE": s.deleteDatabase})
+		}
+	case seg[0] == "dbs" && seg[2] == "colls" && len(seg) <= 4:
+		rq.altPath = "dbs/" + seg[1]
+		if len(seg) == 3 {
+			s.method(w, rq, map[string]handler{"GET": s.listContainers, "POST": s.postContainers})
+		} else {
+			rq.altPath += "/colls/" + seg[3]
+			s.method(w, rq, map[string]handler{"GET": s.getContainer, "PUT": s.putContainer, "DELETE": s.deleteContainer})
+		}
+	case seg[0] == "dbs" && seg[2] == "colls" && len(seg) == 5 && seg[4] == "pkranges":
+		rq.altPath = "dbs/" + seg[1] + "/colls/" + seg[3]
+		s.method(w, rq, map[string]handler{"GET": s.getPartitionKeyRanges})
+	case seg[0] == "dbs" && seg[2] == "colls" && seg[4] == "docs" && len(seg) <= 6:
+		rq.altPath = "dbs/" + seg[1] + "/colls/" + seg[3]
+		if len(seg) == 5 {
+			s.method(w, rq, map[string]handler{"GET": s.readFeed, "POST": s.postDocuments})
+		} else {
+			s.method(w, rq, map[string]handler{"GET": s.getDocument, "PUT": s.putDocument, "PATCH": s.patchDocument, "DELETE": s.deleteDocument})
+		}
+	case seg[0] == "offers" && len(seg) <= 2:
+		s.method(w, rq, map[string]handler{"GET": s.offers, "POST": s.offers, "PUT": s.offers})
+	case seg[0] == "dbs" && len(seg) >= 3:
+		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "Lethe does not support the resource type '%s' yet.", resourceTypeOf(seg)))
+	default:
+		s.writeError(w, rq, lethe.Errorf(lethe.CodeNotFound, "The path '%s' does not name a resource.", truncateInput(rq.r.URL.Path, 200)))
+	}
+}
+
+func resourceTypeOf(seg []string) string {
+	if len(seg)%2 == 1 {
+		return seg[len(seg)-1]
+	}
+	return seg[len(seg)-2]
+}
+
+type handler func(http.ResponseWriter, *request)
+
+func (s *Server) method(w http.ResponseWriter, rq *request, hs map[string]handler) {
+	if h, ok := hs[rq.r.Method]; ok {
+		h(w, rq)
+		return
+	}
+	s.writeError(w, rq, lethe.Errorf(lethe.CodeMethodNotAllowed, "The method %s is not allowed on this resource.", rq.r.Method))
+}

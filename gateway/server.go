@@ -1,0 +1,87 @@
+// Package gateway is Lethe's HTTP front: it speaks the Azure Cosmos DB REST
+// protocol (see shared/PROTOCOL.md) and turns each request into one engine call.
+// It decodes paths, x-ms-* headers and bodies, checks the master-key signature,
+// and encodes results and Cosmos-shaped JSON errors. Business rules live in the
+// engine, never here.
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/lethe-db/lethe/engine"
+)
+
+// Options configure a Server. Zero fields take their defaults.
+type Options struct {
+	// Engine serves every request. Required.
+	Engine *engine.Engine
+	// Key is the base64-decoded master key requests must be signed with. Required.
+	Key []byte
+	// Consistency is the account's default consistency level, as advertised by
+	// GET /. The default is "Session".
+	Consistency string
+	// Logger receives request errors and server events. The default discards them.
+	Logger *slog.Logger
+	// Now is the clock used to check request dates. The default is time.Now.
+	Now func() time.Time
+	// Version is reported in the x-ms-gateway-version header.
+	Version string
+}
+
+// Server is the HTTP server of the Cosmos DB REST API.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+	http *http.Server
+}
+
+// New returns a server for opts. Serve it with Serve or ServeTLS.
+func New(opts Options) *Server {
+	if opts.Consistency == "" {
+		opts.Consistency = "Session"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Server{opts: opts, log: opts.Logger}
+	s.http = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
+	}
+	return s
+}
+
+// Serve accepts plain HTTP connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.http.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// ServeTLS accepts HTTPS connections on ln with the given certificate until Shutdown.
+func (s *Server) ServeTLS(ln net.Listener, cert tls.Certificate) error {
+	s.http.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
+	err := s.http.ServeTLS(ln, "", "")
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting connections and waits for in-flight requests to
+// finish, or for ctx to end.
+func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }

@@ -1,0 +1,131 @@
+package jsonv
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestRoundTripKeepsOrderAndNumbers(t *testing.T) {
+	in := `{"z":1,"a":[1.50,2e3,-0,{"y":null,"b":true}],"m":"x\"y\\z\n\u00e9😀<>&","ttl":10.0}`
+	v, err := Parse([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(Marshal(v))
+	want := `{"z":1,"a":[1.50,2e3,-0,{"y":null,"b":true}],"m":"x\"y\\z\né😀<>&","ttl":10.0}`
+	if got != want {
+		t.Errorf("round trip\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	bad := []string{
+		``, ` `, `{`, `}`, `{"a"}`, `{"a":}`, `{"a":1,}`, `[1,]`, `[01]`, `1.`, `.5`, `-`, `1e`, `+1`,
+		`"abc`, "\"a\x01\"", `"\x"`, `"\u12"`, `nul`, `truex`, `{"a":1}x`, `{'a':1}`, `NaN`, `Infinity`,
+		"\"\xff\"", `{"a":1 "b":2}`,
+	}
+	for _, s := range bad {
+		if v, err := Parse([]byte(s)); err == nil {
+			t.Errorf("Parse(%q) = %v; want error", s, v)
+		}
+	}
+}
+
+func TestDepthLimit(t *testing.T) {
+	deep := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)
+	if _, err := Parse([]byte(deep)); err == nil {
+		t.Error("nesting beyond MaxDepth accepted")
+	}
+	ok := strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth)
+	if _, err := Parse([]byte(ok)); err != nil {
+		t.Errorf("nesting of MaxDepth rejected: %v", err)
+	}
+	// Far deeper input must fail cleanly, not overflow the stack.
+	huge := strings.Repeat(`{"a":`, 1_000_000)
+	if _, err := Parse([]byte(huge)); err == nil {
+		t.Error("huge nesting accepted")
+	}
+}
+
+func TestObjectOps(t *testing.T) {
+	o, err := ParseObject([]byte(`{"a":1,"b":2,"a":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(Marshal(o)); got != `{"a":3,"b":2}` {
+		t.Errorf("duplicate member: %s", got)
+	}
+	o.Set("c", "x")
+	if !o.Delete("a") || o.Delete("zz") {
+		t.Error("Delete")
+	}
+	if got := string(Marshal(o)); got != `{"b":2,"c":"x"}` {
+		t.Errorf("after ops: %s", got)
+	}
+	c := Clone(o).(*Object)
+	c.Set("b", "changed")
+	if v, _ := o.Get("b"); v != Number("2") {
+		t.Error("Clone shares state")
+	}
+	if _, err := ParseObject([]byte(`[1]`)); err == nil {
+		t.Error("ParseObject accepted an array")
+	}
+}
+
+func TestEqual(t *testing.T) {
+	a, _ := Parse([]byte(`{"x":[1,2.0,{"k":"v"}],"y":null}`))
+	b, _ := Parse([]byte(`{"y":null,"x":[1.0,2,{"k":"v"}]}`))
+	c, _ := Parse([]byte(`{"y":null,"x":[1.0,2,{"k":"w"}]}`))
+	if !Equal(a, b) || Equal(a, c) {
+		t.Error("Equal")
+	}
+}
+
+func TestFromGo(t *testing.T) {
+	var x any
+	d := json.NewDecoder(strings.NewReader(`{"b":[1,"s",true,null],"a":1.5}`))
+	d.UseNumber()
+	if err := d.Decode(&x); err != nil {
+		t.Fatal(err)
+	}
+	v, err := FromGo(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(Marshal(v)); got != `{"a":1.5,"b":[1,"s",true,null]}` {
+		t.Errorf("FromGo: %s", got)
+	}
+	if v, _ := FromGo(float64(3)); v != Number("3") {
+		t.Errorf("FromGo(3.0) = %v", v)
+	}
+}
+
+// FuzzParse: no input panics; whatever parses re-encodes to JSON that encoding/json
+// accepts and that parses back to an equal value.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, `{"a":[1,{"b":"c"}]}`, `"\ud83d\ude00"`, `"\ud800"`, `-0.5e+10`, `[[[[]]]]`, `{"a":"\u0000"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := Parse(b)
+		if err != nil {
+			return
+		}
+		out := Marshal(v)
+		if !json.Valid(out) {
+			t.Fatalf("Marshal produced invalid JSON %q from %q", out, b)
+		}
+		v2, err := Parse(out)
+		if err != nil {
+			t.Fatalf("re-parse of %q: %v", out, err)
+		}
+		if !Equal(v, v2) || !bytes.Equal(out, Marshal(v2)) {
+			t.Fatalf("round trip changed %q -> %q", b, out)
+		}
+		if !json.Valid(b) {
+			t.Fatalf("accepted %q which encoding/json rejects", b)
+		}
+	})
+}

@@ -1,0 +1,918 @@
+// Package kvtest is the contract suite for [kv.Store] backends. Every backend's
+// tests call [Run], so that all of them provably implement the same semantics:
+// ordering, error sentinels, read-your-writes, atomicity, snapshot isolation,
+// serializability and lifecycle behaviour, as documented in package kv.
+package kvtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lethe-db/lethe/kv"
+)
+
+// Run runs the contract suite as subtests of t. newStore is called once per
+// subtest and must return a new, empty, open store; Run closes it at the end
+// of the subtest (newStore may also register its own cleanup that closes it:
+// Close must be safe to call twice). The suite is sized to finish in a couple
+// of seconds on a small machine, with durable stores included.
+func Run(t *testing.T, newStore func(t *testing.T) kv.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s kv.Store)
+	}{
+		{"GetMissing", testGetMissing},
+		{"PutGetOverwrite", testPutGetOverwrite},
+		{"EmptyValue", testEmptyValue},
+		{"Delete", testDelete},
+		{"DeleteRange", testDeleteRange},
+		{"ScanBounds", testScanBounds},
+		{"ScanEmptyStore", testScanEmptyStore},
+		{"ScanManyKeys", testScanManyKeys},
+		{"IteratorProtocol", testIteratorProtocol},
+		{"PrefixEnd", testPrefixEnd},
+		{"LargeValue", testLargeValue},
+		{"ReadYourWrites", testReadYourWrites},
+		{"PutCopiesArguments", testPutCopiesArguments},
+		{"ErrorRollsBack", testErrorRollsBack},
+		{"ErrorReturnedUnchanged", testErrorReturnedUnchanged},
+		{"PanicRollsBack", testPanicRollsBack},
+		{"ViewSnapshotIsolation", testViewSnapshotIsolation},
+		{"UncommittedInvisible", testUncommittedInvisible},
+		{"SerializableCounter", testSerializableCounter},
+		{"ConsistentTransfers", testConsistentTransfers},
+		{"CancelledContext", testCancelledContext},
+		{"Closed", testClosed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			defer func() {
+				if err := s.Close(); err != nil && !errors.Is(err, kv.ErrClosed) {
+					t.Errorf("Close: %v", err)
+				}
+			}()
+			tc.fn(t, s)
+		})
+	}
+}
+
+// waitTimeout bounds every wait on another goroutine, so that a backend that
+// deadlocks fails the suite instead of hanging it.
+const waitTimeout = 10 * time.Second
+
+// pair is a key-value pair as strings, which print and compare conveniently
+// even when they hold arbitrary bytes.
+type pair struct{ k, v string }
+
+func (p pair) String() string { return fmt.Sprintf("%q=%q", p.k, p.v) }
+
+func update(t *testing.T, s kv.Store, fn func(kv.Tx) error) {
+	t.Helper()
+	if err := s.Update(t.Context(), fn); err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+}
+
+func view(t *testing.T, s kv.Store, fn func(kv.Reader) error) {
+	t.Helper()
+	if err := s.View(t.Context(), fn); err != nil {
+		t.Fatalf("View: %v", err)
+	}
+}
+
+// putAll stores the pairs in one Update.
+func putAll(t *testing.T, s kv.Store, pairs ...pair) {
+	t.Helper()
+	update(t, s, func(tx kv.Tx) error {
+		for _, p := range pairs {
+			if err := tx.Put([]byte(p.k), []byte(p.v)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// collect drains and closes it.
+func collect(it kv.Iterator) ([]pair, error) {
+	var out []pair
+	for it.Next() {
+		out = append(out, pair{string(it.Key()), string(it.Value())})
+	}
+	if err := it.Close(); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+func scan(r kv.Reader, start, end []byte, reverse bool) ([]pair, error) {
+	return collect(r.Scan(start, end, reverse))
+}
+
+// dump returns the whole store in key order.
+func dump(t *testing.T, s kv.Store) []pair {
+	t.Helper()
+	var out []pair
+	view(t, s, func(r kv.Reader) error {
+		var err error
+		out, err = scan(r, nil, nil, false)
+		return err
+	})
+	return out
+}
+
+func checkPairs(t *testing.T, what string, got, want []pair) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s:\n got  %v\n want %v", what, got, want)
+	}
+}
+
+// checkGet checks that r holds want at key, or no value when want is nil.
+func checkGet(t *testing.T, r kv.Reader, key string, want *string) {
+	t.Helper()
+	v, err := r.Get([]byte(key))
+	switch {
+	case want == nil && !errors.Is(err, kv.ErrNotFound):
+		t.Errorf("Get(%q) = %q, %v; want kv.ErrNotFound", key, v, err)
+	case want != nil && err != nil:
+		t.Errorf("Get(%q): %v; want %q", key, err, *want)
+	case want != nil && string(v) != *want:
+		t.Errorf("Get(%q) = %q; want %q", key, v, *want)
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+// wait waits for ch to be closed or to deliver, failing the test on timeout.
+func wait[T any](t *testing.T, ch <-chan T, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(waitTimeout):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func testGetMissing(t *testing.T, s kv.Store) {
+	view(t, s, func(r kv.Reader) error {
+		checkGet(t, r, "missing", nil)
+		return nil
+	})
+	putAll(t, s, pair{"present", "x"})
+	update(t, s, func(tx kv.Tx) error {
+		checkGet(t, tx, "missing", nil)
+		checkGet(t, tx, "presen", nil)      // a prefix of a stored key
+		checkGet(t, tx, "present\x00", nil) // a key extending a stored key
+		return nil
+	})
+}
+
+func testPutGetOverwrite(t *testing.T, s kv.Store) {
+	putAll(t, s, pair{"a", "1"}, pair{"b", "2"})
+	view(t, s, func(r kv.Reader) error {
+		checkGet(t, r, "a", ptr("1"))
+		checkGet(t, r, "b", ptr("2"))
+		return nil
+	})
+	putAll(t, s, pair{"a", "one"})
+	update(t, s, func(tx kv.Tx) error {
+		checkGet(t, tx, "a", ptr("one"))
+		if err := tx.Put([]byte("b"), []byte("first")); err != nil {
+			return err
+		}
+		return tx.Put([]byte("b"), []byte("second")) // last write in a tx wins
+	})
+	checkPairs(t, "after overwrites", dump(t, s), []pair{{"a", "one"}, {"b", "second"}})
+	// An Update that only reads commits nothing and succeeds.
+	update(t, s, func(tx kv.Tx) error {
+		_, err := tx.Get([]byte("a"))
+		return err
+	})
+	checkPairs(t, "after read-only Update", dump(t, s), []pair{{"a", "one"}, {"b", "second"}})
+}
+
+func testEmptyValue(t *testing.T, s kv.Store) {
+	update(t, s, func(tx kv.Tx) error {
+		if err := tx.Put([]byte("empty"), []byte{}); err != nil {
+			return err
+		}
+		if err := tx.Put([]byte("nil"), nil); err != nil {
+			return err
+		}
+		checkGet(t, tx, "empty", ptr(""))
+		checkGet(t, tx, "nil", ptr(""))
+		return nil
+	})
+	view(t, s, func(r kv.Reader) error {
+		// An empty value is a present key, not a missing one.
+		checkGet(t, r, "empty", ptr(""))
+		checkGet(t, r, "nil", ptr(""))
+		got, err := scan(r, nil, nil, false)
+		checkPairs(t, "scan", got, []pair{{"empty", ""}, {"nil", ""}})
+		return err
+	})
+}
+
+func testDelete(t *testing.T, s kv.Store) {
+	putAll(t, s, pair{"a", "1"}, pair{"b", "2"}, pair{"c", "3"})
+	update(t, s, func(tx kv.Tx) error {
+		if err := tx.Delete([]byte("b")); err != nil {
+			return err
+		}
+		// Deleting an absent key is not an error.
+		if err := tx.Delete([]byte("absent")); err != nil {
+			return fmt.Errorf("Delete(absent): %w", err)
+		}
+		return nil
+	})
+	view(t, s, func(r kv.Reader) error {
+		checkGet(t, r, "b", nil)
+		return nil
+	})
+	checkPairs(t, "after delete", dump(t, s), []pair{{"a", "1"}, {"c", "3"}})
+
+	// Delete then re-put in one transaction, and put then delete.
+	update(t, s, func(tx kv.Tx) error {
+		if err := tx.Delete([]byte("a")); err != nil {
+			return err
+		}
+		if err := tx.Put([]byte("a"), []byte("again")); err != nil {
+			return err
+		}
+		if err := tx.Put([]byte("d"), []byte("4")); err != nil {
+			return err
+		}
+		return tx.Delete([]byte("d"))
+	})
+	checkPairs(t, "after delete+put", dump(t, s), []pair{{"a", "again"}, {"c", "3"}})
+}
+
+func testDeleteRange(t *testing.T, s kv.Store) {
+	all := []pair{
+		{"a", "1"}, {"b", "2"}, {"b\x00", "3"}, {"b\xff", "4"}, {"c", "5"}, {"d", "6"}, {"e", "7"},
+	}
+	steps := []struct {
+		name       string
+		start, end []byte
+		want       []pair
+	}{
+		{"empty range start==end", []byte("b"), []byte("b"), all},
+		{"empty range start>end", []byte("d"), []byte("b"), all},
+		{"range with no keys", []byte("c\x00"), []byte("c\xff"), all},
+		// [b, c): start inclusive, end exclusive.
+		{"[b,c)", []byte("b"), []byte("c"), []pair{{"a", "1"}, {"c", "5"}, {"d", "6"}, {"e", "7"}}},
+		// Bounds need not be stored keys.
+		{"[bb,d)", []byte("bb"), []byte("d"), []pair{{"a", "1"}, {"d", "6"}, {"e", "7"}}},
+		// A nil end means no upper bound, as in Scan.
+		{"[e,nil)", []byte("e"), nil, []pair{{"a", "1"}, {"d", "6"}}},
+		{"[nil,b)", nil, []byte("b"), []pair{{"d", "6"}}},
+		{"[nil,nil)", nil, nil, nil},
+	}
+	putAll(t, s, all...)
+	for _, st := range steps {
+		update(t, s, func(tx kv.Tx) error { return tx.DeleteRange(st.start, st.end) })
+		checkPairs(t, "after DeleteRange "+st.name, dump(t, s), st.want)
+	}
+}
+
+// scanKeys are stored by testScanBounds: binary keys around 0x00 and 0xff and
+// keys that are prefixes of one another, listed in bytewise order.
+var scanKeys = []string{
+	"\x00", "\x00\x00", "\x01", "a", "a\x00", "a\x01", "ab", "a\xff", "a\xff\xff", "b", "\xff", "\xff\x00", "\xff\xff",
+}
+
+func scanPairs(keys ...string) []pair {
+	out := make([]pair, len(keys))
+	for i, k := range keys {
+		out[i] = pair{k, "v" + k}
+	}
+	return out
+}
+
+func testScanBounds(t *testing.T, s kv.Store) {
+	if !slices.IsSorted(scanKeys) { // Go compares strings bytewise
+		t.Fatal("scanKeys not sorted")
+	}
+	// Store in a scrambled order.
+	shuffled := slices.Clone(scanKeys)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) {
+		shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
+	})
+	putAll(t, s, scanPairs(shuffled...)...)
+
+	b := func(s string) []byte { return []byte(s) }
+	cases := []struct {
+		name       string
+		start, end []byte
+		want       []string
+	}{
+		{"all", nil, nil, scanKeys},
+		{"empty start is nil", b(""), nil, scanKeys},
+		{"[a,b)", b("a"), b("b"), []string{"a", "a\x00", "a\x01", "ab", "a\xff", "a\xff\xff"}},
+		{"[a\\x00,ab)", b("a\x00"), b("ab"), []string{"a\x00", "a\x01"}},
+		{"bounds between keys", b("a\x00\x00"), b("a\xff\x00"), []string{"a\x01", "ab", "a\xff"}},
+		{"[ab,nil)", b("ab"), nil, []string{"ab", "a\xff", "a\xff\xff", "b", "\xff", "\xff\x00", "\xff\xff"}},
+		{"[nil,\\x01)", nil, b("\x01"), []string{"\x00", "\x00\x00"}},
+		{"[nil,\\x00)", nil, b("\x00"), nil},
+		{"[\\xff,nil)", b("\xff"), nil, []string{"\xff", "\xff\x00", "\xff\xff"}},
+		{"[\\xff\\xff,nil)", b("\xff\xff"), nil, []string{"\xff\xff"}},
+		{"past the last key", b("\xff\xff\x00"), nil, nil},
+		{"start==end", b("b"), b("b"), nil},
+		{"start>end", b("b"), b("a"), nil},
+		{"no keys in range", b("a\xff\xff\x00"), b("b"), nil},
+		{"prefix a", b("a"), kv.PrefixEnd(b("a")), []string{"a", "a\x00", "a\x01", "ab", "a\xff", "a\xff\xff"}},
+		{"prefix a\\xff", b("a\xff"), kv.PrefixEnd(b("a\xff")), []string{"a\xff", "a\xff\xff"}},
+		{"prefix \\xff", b("\xff"), kv.PrefixEnd(b("\xff")), []string{"\xff", "\xff\x00", "\xff\xff"}},
+		{"prefix \\x00", b("\x00"), kv.PrefixEnd(b("\x00")), []string{"\x00", "\x00\x00"}},
+	}
+	check := func(t *testing.T, kind string, r kv.Reader) {
+		for _, c := range cases {
+			want := scanPairs(c.want...)
+			got, err := scan(r, c.start, c.end, false)
+			if err != nil {
+				t.Errorf("%s %s forward: %v", kind, c.name, err)
+			}
+			checkPairs(t, kind+" "+c.name+" forward", got, want)
+
+			got, err = scan(r, c.start, c.end, true)
+			if err != nil {
+				t.Errorf("%s %s reverse: %v", kind, c.name, err)
+			}
+			slices.Reverse(want)
+			checkPairs(t, kind+" "+c.name+" reverse", got, want)
+		}
+	}
+	view(t, s, func(r kv.Reader) error { check(t, "View", r); return nil })
+	update(t, s, func(tx kv.Tx) error { check(t, "Update", tx); return nil })
+}
+
+func testScanEmptyStore(t *testing.T, s kv.Store) {
+	view(t, s, func(r kv.Reader) error {
+		for _, reverse := range []bool{false, true} {
+			got, err := scan(r, nil, nil, reverse)
+			if err != nil || len(got) != 0 {
+				t.Errorf("scan(reverse=%v) of empty store = %v, %v", reverse, got, err)
+			}
+		}
+		return nil
+	})
+}
+
+func testScanManyKeys(t *testing.T, s kv.Store) {
+	const n, perTx = 1000, 250
+	var want []pair
+	for i := 0; i < n; i++ {
+		want = append(want, pair{fmt.Sprintf("k%05d", i), fmt.Sprintf("value-%d", i)})
+	}
+	for i := 0; i < n; i += perTx { // several commits
+		putAll(t, s, want[i:i+perTx]...)
+	}
+	checkPairs(t, "forward", dump(t, s), want)
+	view(t, s, func(r kv.Reader) error {
+		got, err := scan(r, nil, nil, true)
+		rev := slices.Clone(want)
+		slices.Reverse(rev)
+		checkPairs(t, "reverse", got, rev)
+		if err != nil {
+			return err
+		}
+		got, err = scan(r, []byte("k00100"), []byte("k00200"), false)
+		checkPairs(t, "[k00100,k00200)", got, want[100:200])
+		return err
+	})
+}
+
+func testIteratorProtocol(t *testing.T, s kv.Store) {
+	putAll(t, s, scanPairs("a", "b", "c")...)
+	view(t, s, func(r kv.Reader) error {
+		// Next keeps returning false after the end.
+		it := r.Scan(nil, nil, false)
+		n := 0
+		for it.Next() {
+			n++
+		}
+		if n != 3 {
+			t.Errorf("iterated %d keys, want 3", n)
+		}
+		if it.Next() {
+			t.Error("Next after the end returned true")
+		}
+		if err := it.Err(); err != nil {
+			t.Errorf("Err: %v", err)
+		}
+		if err := it.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+
+		// Closing a partly consumed iterator is fine.
+		it = r.Scan(nil, nil, true)
+		if !it.Next() || string(it.Key()) != "c" || string(it.Value()) != "vc" {
+			t.Errorf("first reverse entry = %q=%q, want c=vc", it.Key(), it.Value())
+		}
+		if err := it.Close(); err != nil {
+			t.Errorf("Close after partial iteration: %v", err)
+		}
+
+		// Two iterators interleaved over the same transaction.
+		fwd, rev := r.Scan(nil, nil, false), r.Scan(nil, nil, true)
+		var got []string
+		for fwd.Next() && rev.Next() {
+			got = append(got, string(fwd.Key())+string(rev.Key()))
+		}
+		if err := errors.Join(fwd.Close(), rev.Close()); err != nil {
+			t.Errorf("Close interleaved: %v", err)
+		}
+		if want := []string{"ac", "bb", "ca"}; !slices.Equal(got, want) {
+			t.Errorf("interleaved iteration = %q, want %q", got, want)
+		}
+		return nil
+	})
+}
+
+func testPrefixEnd(t *testing.T, s kv.Store) {
+	cases := []struct{ prefix, want []byte }{
+		{[]byte("abc"), []byte("abd")},
+		{[]byte("a\xff"), []byte("b")},
+		{[]byte("a\xff\xff"), []byte("b")},
+		{[]byte("\x00"), []byte("\x01")},
+		{[]byte("\xfe\xff"), []byte("\xff")},
+		{[]byte("\xff"), nil},
+		{[]byte("\xff\xff"), nil},
+		{[]byte{}, nil},
+		{nil, nil},
+	}
+	for _, c := range cases {
+		in := slices.Clone(c.prefix)
+		got := kv.PrefixEnd(in)
+		if !bytes.Equal(got, c.want) || (c.want == nil) != (got == nil) {
+			t.Errorf("PrefixEnd(%q) = %q, want %q", c.prefix, got, c.want)
+		}
+		if !bytes.Equal(in, c.prefix) {
+			t.Errorf("PrefixEnd(%q) modified its argument to %q", c.prefix, in)
+		}
+	}
+}
+
+func testLargeValue(t *testing.T, s kv.Store) {
+	big := make([]byte, 256<<10)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	update(t, s, func(tx kv.Tx) error { return tx.Put([]byte("big"), big) })
+	view(t, s, func(r kv.Reader) error {
+		v, err := r.Get([]byte("big"))
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(v, big) {
+			t.Errorf("large value corrupted (len %d, want %d)", len(v), len(big))
+		}
+		return nil
+	})
+}
+
+func testReadYourWrites(t *testing.T, s kv.Store) {
+	putAll(t, s, pair{"a", "1"}, pair{"b", "2"}, pair{"c", "3"}, pair{"d", "4"})
+	update(t, s, func(tx kv.Tx) error {
+		steps := []struct {
+			name string
+			op   func() error
+			want []pair
+		}{
+			{"put", func() error {
+				return errors.Join(tx.Put([]byte("b"), []byte("B")), tx.Put([]byte("e"), []byte("5")))
+			}, []pair{{"a", "1"}, {"b", "B"}, {"c", "3"}, {"d", "4"}, {"e", "5"}}},
+			{"delete", func() error { return tx.Delete([]byte("a")) },
+				[]pair{{"b", "B"}, {"c", "3"}, {"d", "4"}, {"e", "5"}}},
+			{"delete range", func() error { return tx.DeleteRange([]byte("c"), []byte("e")) },
+				[]pair{{"b", "B"}, {"e", "5"}}},
+			{"put after delete range", func() error { return tx.Put([]byte("c"), []byte("C")) },
+				[]pair{{"b", "B"}, {"c", "C"}, {"e", "5"}}},
+			{"delete own write", func() error { return tx.Delete([]byte("e")) },
+				[]pair{{"b", "B"}, {"c", "C"}}},
+		}
+		for _, st := range steps {
+			if err := st.op(); err != nil {
+				return fmt.Errorf("%s: %w", st.name, err)
+			}
+			got, err := scan(tx, nil, nil, false)
+			if err != nil {
+				return err
+			}
+			checkPairs(t, "scan after "+st.name, got, st.want)
+			got, err = scan(tx, nil, nil, true)
+			if err != nil {
+				return err
+			}
+			rev := slices.Clone(st.want)
+			slices.Reverse(rev)
+			checkPairs(t, "reverse scan after "+st.name, got, rev)
+			for _, k := range []string{"a", "b", "c", "d", "e"} {
+				var want *string
+				for _, p := range st.want {
+					if p.k == k {
+						want = ptr(p.v)
+					}
+				}
+				checkGet(t, tx, k, want)
+			}
+		}
+		return nil
+	})
+	checkPairs(t, "after commit", dump(t, s), []pair{{"b", "B"}, {"c", "C"}})
+}
+
+func testPutCopiesArguments(t *testing.T, s kv.Store) {
+	key, val := []byte("key"), []byte("value")
+	update(t, s, func(tx kv.Tx) error {
+		if err := tx.Put(key, val); err != nil {
+			return err
+		}
+		copy(key, "XXX")
+		copy(val, "XXXXX")
+		checkGet(t, tx, "key", ptr("value"))
+		checkGet(t, tx, "XXX", nil)
+		return nil
+	})
+	copy(key, "key")
+	copy(val, "value")
+	checkPairs(t, "after commit", dump(t, s), []pair{{"key", "value"}})
+
+	// Bounds passed to Scan may be reused once Scan has returned.
+	view(t, s, func(r kv.Reader) error {
+		start, end := []byte("k"), []byte("l")
+		it := r.Scan(start, end, false)
+		start[0], end[0] = 'z', 'a'
+		got, err := collect(it)
+		checkPairs(t, "scan with reused bounds", got, []pair{{"key", "value"}})
+		return err
+	})
+}
+
+func testErrorRollsBack(t *testing.T, s kv.Store) {
+	putAll(t, s, pair{"a", "1"}, pair{"b", "2"})
+	before := dump(t, s)
+	errAbort := errors.New("kvtest: abort")
+	err := s.Update(t.Context(), func(tx kv.Tx) error {
+		if err := errors.Join(
+			tx.Put([]byte("a"), []byte("changed")),
+			tx.Put([]byte("new"), []byte("x")),
+			tx.Delete([]byte("b")),
+			tx.DeleteRange(nil, []byte("a\x00")),
+		); err != nil {
+			return err
+		}
+		return errAbort
+	})
+	if !errors.Is(err, errAbort) {
+		t.Fatalf("Update = %v, want %v", err, errAbort)
+	}
+	checkPairs(t, "after failed Update", dump(t, s), before)
+	// The store is still writable.
+	putAll(t, s, pair{"c", "3"})
+	checkPairs(t, "after next Update", dump(t, s), append(before, pair{"c", "3"}))
+}
+
+// domainError stands for the typed errors engine code returns from
+// transactions and inspects with errors.As.
+type domainError struct{ code int }
+
+func (e *domainError) Error() string { return fmt.Sprintf("kvtest: domain error %d", e.code) }
+
+func testErrorReturnedUnchanged(t *testing.T, s kv.Store) {
+	sentinel := errors.New("kvtest: sentinel")
+	if err := s.Update(t.Context(), func(kv.Tx) error { return sentinel }); err != sentinel {
+		t.Errorf("Update returned %v (%T), want the sentinel itself", err, err)
+	}
+	de := &domainError{code: 409}
+	err := s.Update(t.Context(), func(tx kv.Tx) error {
+		if err := tx.Put([]byte("k"), []byte("v")); err != nil {
+			return err
+		}
+		return de
+	})
+	var got *domainError
+	if !errors.As(err, &got) || got != de {
+		t.Errorf("Update returned %v, want the domain error", err)
+	}
+	if err := s.View(t.Context(), func(kv.Reader) error { return sentinel }); !errors.Is(err, sentinel) {
+		t.Errorf("View returned %v, want the sentinel", err)
+	}
+	// ErrNotFound from a Get inside the transaction passes through too.
+	err = s.Update(t.Context(), func(tx kv.Tx) error {
+		_, err := tx.Get([]byte("missing"))
+		return err
+	})
+	if !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("Update returned %v, want kv.ErrNotFound", err)
+	}
+}
+
+// catchPanic calls fn and returns the value it panicked with, or nil.
+func catchPanic(fn func()) (v any) {
+	defer func() { v = recover() }()
+	fn()
+	return nil
+}
+
+func testPanicRollsBack(t *testing.T, s kv.Store) {
+	putAll(t, s, pair{"a", "1"}, pair{"b", "2"})
+	before := dump(t, s)
+	type boom struct{ msg string }
+	v := catchPanic(func() {
+		_ = s.Update(t.Context(), func(tx kv.Tx) error {
+			_ = tx.Put([]byte("a"), []byte("changed"))
+			_ = tx.Put([]byte("new"), []byte("x"))
+			_ = tx.Delete([]byte("b"))
+			panic(boom{"in update"})
+		})
+	})
+	if v != (boom{"in update"}) {
+		t.Fatalf("Update panic value = %#v, want boom{in update}", v)
+	}
+	v = catchPanic(func() {
+		_ = s.View(t.Context(), func(kv.Reader) error { panic(boom{"in view"}) })
+	})
+	if v != (boom{"in view"}) {
+		t.Fatalf("View panic value = %#v, want boom{in view}", v)
+	}
+
+	// The panicking Update left no trace, and the store is still usable: in
+	// particular its write lock, if any, was released.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := s.Update(context.Background(), func(tx kv.Tx) error {
+			return tx.Put([]byte("c"), []byte("3"))
+		}); err != nil {
+			t.Errorf("Update after panic: %v", err)
+		}
+	}()
+	wait(t, done, "an Update after a panicking Update")
+	checkPairs(t, "after panic", dump(t, s), append(before, pair{"c", "3"}))
+}
+
+func testViewSnapshotIsolation(t *testing.T, s kv.Store) {
+	putAll(t, s, pair{"k1", "old"}, pair{"k2", "old"})
+	started, committed, viewDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(viewDone)
+		var once sync.Once
+		err := s.View(context.Background(), func(r kv.Reader) error {
+			checkGet(t, r, "k1", ptr("old"))
+			once.Do(func() { close(started) })
+			select {
+			case <-committed:
+			case <-time.After(waitTimeout):
+				return errors.New("timed out waiting for the concurrent Update")
+			}
+			// The Update committed after this View began: none of it shows.
+			checkGet(t, r, "k1", ptr("old"))
+			checkGet(t, r, "k2", ptr("old"))
+			checkGet(t, r, "k3", nil)
+			got, err := scan(r, nil, nil, false)
+			checkPairs(t, "scan in old View", got, []pair{{"k1", "old"}, {"k2", "old"}})
+			return err
+		})
+		if err != nil {
+			t.Errorf("View: %v", err)
+		}
+	}()
+	wait(t, started, "the View to start")
+	putAll(t, s, pair{"k1", "new"}, pair{"k2", "new"}, pair{"k3", "new"})
+	close(committed)
+	wait(t, viewDone, "the View to finish")
+	checkPairs(t, "new View", dump(t, s), []pair{{"k1", "new"}, {"k2", "new"}, {"k3", "new"}})
+}
+
+func testUncommittedInvisible(t *testing.T, s kv.Store) {
+	putAll(t, s, pair{"k1", "old"})
+	written, release, updateDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(updateDone)
+		var once sync.Once
+		err := s.Update(context.Background(), func(tx kv.Tx) error {
+			if err := errors.Join(tx.Put([]byte("k1"), []byte("new")), tx.Put([]byte("k2"), []byte("new"))); err != nil {
+				return err
+			}
+			once.Do(func() { close(written) })
+			select {
+			case <-release:
+				return nil
+			case <-time.After(waitTimeout):
+				return errors.New("timed out waiting for release")
+			}
+		})
+		if err != nil {
+			t.Errorf("Update: %v", err)
+		}
+	}()
+	wait(t, written, "the Update to write")
+	// The Update is in progress, not committed: a View sees none of it.
+	checkPairs(t, "during Update", dump(t, s), []pair{{"k1", "old"}})
+	close(release)
+	wait(t, updateDone, "the Update to finish")
+	checkPairs(t, "after Update", dump(t, s), []pair{{"k1", "new"}, {"k2", "new"}})
+}
+
+func testSerializableCounter(t *testing.T, s kv.Store) {
+	const workers, perWorker = 8, 25
+	key := []byte("counter")
+	var (
+		mu   sync.Mutex
+		seen []int // the value each committed increment produced
+		wg   sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for range perWorker {
+				var n int
+				err := s.Update(context.Background(), func(tx kv.Tx) error {
+					n = 0
+					v, err := tx.Get(key)
+					switch {
+					case errors.Is(err, kv.ErrNotFound):
+					case err != nil:
+						return err
+					default:
+						if _, err := fmt.Sscan(string(v), &n); err != nil {
+							return err
+						}
+					}
+					n++
+					return tx.Put(key, []byte(fmt.Sprint(n)))
+				})
+				if err != nil {
+					t.Errorf("increment: %v", err)
+					return
+				}
+				mu.Lock()
+				seen = append(seen, n)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	view(t, s, func(r kv.Reader) error {
+		checkGet(t, r, "counter", ptr(fmt.Sprint(workers*perWorker)))
+		return nil
+	})
+	// Serializability: the committed increments produced each of 1..N once.
+	slices.Sort(seen)
+	for i, n := range seen {
+		if n != i+1 {
+			t.Fatalf("committed increments produced %v, want 1..%d each once", seen, workers*perWorker)
+		}
+	}
+}
+
+func testConsistentTransfers(t *testing.T, s kv.Store) {
+	const accounts, initial, movers, perMover, auditors = 4, 100, 4, 25, 2
+	var init []pair
+	for i := range accounts {
+		init = append(init, pair{fmt.Sprintf("acct/%d", i), fmt.Sprint(initial)})
+	}
+	putAll(t, s, init...)
+
+	balance := func(r kv.Reader, key []byte) (int, error) {
+		v, err := r.Get(key)
+		if err != nil {
+			return 0, err
+		}
+		var n int
+		_, err = fmt.Sscan(string(v), &n)
+		return n, err
+	}
+	// audit checks, in one snapshot, that money is neither created nor lost.
+	audit := func(r kv.Reader) error {
+		it := r.Scan([]byte("acct/"), kv.PrefixEnd([]byte("acct/")), false)
+		defer it.Close()
+		total, count := 0, 0
+		for it.Next() {
+			var n int
+			if _, err := fmt.Sscan(string(it.Value()), &n); err != nil {
+				return err
+			}
+			if n < 0 {
+				return fmt.Errorf("%s has negative balance %d", it.Key(), n)
+			}
+			total += n
+			count++
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+		if total != accounts*initial || count != accounts {
+			return fmt.Errorf("audit saw %d accounts totalling %d, want %d totalling %d",
+				count, total, accounts, accounts*initial)
+		}
+		return nil
+	}
+
+	var movesWG, auditWG sync.WaitGroup
+	stop := make(chan struct{})
+	for a := range auditors {
+		auditWG.Go(func() {
+			for {
+				if err := s.View(context.Background(), func(r kv.Reader) error { return audit(r) }); err != nil {
+					t.Errorf("auditor %d: %v", a, err)
+					return
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		})
+	}
+	for m := range movers {
+		movesWG.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(m), 42))
+			for range perMover {
+				from := []byte(fmt.Sprintf("acct/%d", rng.IntN(accounts)))
+				to := []byte(fmt.Sprintf("acct/%d", rng.IntN(accounts)))
+				amount := 1 + rng.IntN(initial/2)
+				err := s.Update(context.Background(), func(tx kv.Tx) error {
+					fb, err := balance(tx, from)
+					if err != nil {
+						return err
+					}
+					if fb < amount || bytes.Equal(from, to) {
+						return nil
+					}
+					tb, err := balance(tx, to)
+					if err != nil {
+						return err
+					}
+					return errors.Join(
+						tx.Put(from, []byte(fmt.Sprint(fb-amount))),
+						tx.Put(to, []byte(fmt.Sprint(tb+amount))),
+					)
+				})
+				if err != nil {
+					t.Errorf("transfer: %v", err)
+					return
+				}
+			}
+		})
+	}
+	movesWG.Wait()
+	close(stop)
+	auditWG.Wait()
+	if err := s.View(t.Context(), func(r kv.Reader) error { return audit(r) }); err != nil {
+		t.Errorf("final audit: %v", err)
+	}
+}
+
+func testCancelledContext(t *testing.T, s kv.Store) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	called := false
+	err := s.Update(ctx, func(tx kv.Tx) error {
+		called = true
+		return tx.Put([]byte("k"), []byte("v"))
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Update with cancelled context = %v, want context.Canceled", err)
+	}
+	err = s.View(ctx, func(kv.Reader) error { called = true; return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("View with cancelled context = %v, want context.Canceled", err)
+	}
+	if called {
+		t.Error("a function ran despite the cancelled context")
+	}
+	if got := dump(t, s); len(got) != 0 {
+		t.Errorf("store holds %v after cancelled Update", got)
+	}
+}
+
+func testClosed(t *testing.T, s kv.Store) {
+	putAll(t, s, pair{"k", "v"})
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	called := false
+	if err := s.View(t.Context(), func(kv.Reader) error { called = true; return nil }); !errors.Is(err, kv.ErrClosed) {
+		t.Errorf("View after Close = %v, want kv.ErrClosed", err)
+	}
+	if err := s.Update(t.Context(), func(kv.Tx) error { called = true; return nil }); !errors.Is(err, kv.ErrClosed) {
+		t.Errorf("Update after Close = %v, want kv.ErrClosed", err)
+	}
+	if called {
+		t.Error("a function ran on a closed store")
+	}
+	if err := s.Close(); err != nil && !errors.Is(err, kv.ErrClosed) {
+		t.Errorf("second Close = %v, want nil or kv.ErrClosed", err)
+	}
+}

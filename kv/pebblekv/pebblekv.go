@@ -1,0 +1,302 @@
+// Package pebblekv implements the [kv.Store] contract on top of Pebble, the
+// LSM key-value engine from CockroachDB. It is Lethe's embedded backend: one
+// process, one directory, no external services.
+//
+// # Transactions
+//
+// Pebble has no transactions of its own, only atomic batches and snapshots, so
+// this package builds them:
+//
+//   - [Store.View] reads from a Pebble snapshot, a consistent point-in-time view
+//     that concurrent commits do not disturb.
+//   - [Store.Update] runs its function under a store-wide writer lock, against an
+//     indexed batch layered over the live database, and commits the batch before
+//     the lock is released. Writers therefore execute one at a time and see every
+//     earlier commit, which makes read-write transactions serializable without
+//     any conflict detection: [kv.ErrConflict] is never produced by this backend.
+//
+// Serialising writers costs little because the slow part of a commit, the WAL
+// fsync, happens after the lock is released: each committer asks Pebble to sync
+// the WAL up to and including its batch, and Pebble's WAL writer folds all sync
+// requests that are pending at the same moment into one fsync (group commit).
+//
+// Reads in a View may observe a transaction whose Update has committed but not
+// yet returned (its WAL sync still in flight). If the process crashes at that
+// moment the transaction is lost, but its Update never reported success either.
+package pebblekv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/lethe-db/lethe/kv"
+)
+
+// Options configures [Open]. The zero value of every field selects its default,
+// but a store needs either a Dir or InMemory.
+type Options struct {
+	// Dir is the directory holding the database files. It is created if missing.
+	// Only one Store (in any process) may have a directory open at a time.
+	// Ignored when InMemory is set.
+	Dir string
+
+	// InMemory keeps the whole store in process memory: nothing touches the
+	// disk, the write-ahead log is disabled and nothing is ever synced. The data
+	// vanish on Close. It exists for test suites, where a throwaway store should
+	// be as fast as possible.
+	InMemory bool
+
+	// Logger receives Pebble's own log output: informational messages at debug
+	// level (so they stay quiet unless debug logging is enabled) and background
+	// errors at error level. Nil means slog.Default().
+	Logger *slog.Logger
+
+	// CacheSize is the size in bytes of Pebble's block cache. Zero means
+	// Pebble's default (8 MiB).
+	CacheSize int64
+}
+
+// Store is a [kv.Store] backed by a Pebble database. It is safe for concurrent
+// use by multiple goroutines. Create one with [Open] and release it with
+// [Store.Close].
+type Store struct {
+	db       *pebble.DB
+	fsCloser io.Closer // stops the disk-health checker; nil if none
+	durable  bool      // WAL enabled: committed Updates must be synced before returning
+	desc     string    // directory (or "memory") for error messages
+
+	// writeSem is the writer lock, a one-slot semaphore rather than a
+	// sync.Mutex so that a writer waiting for its turn can give up when its
+	// context is cancelled.
+	writeSem chan struct{}
+
+	// closeMu guards closed and orders inflight.Add before inflight.Wait:
+	// transactions register under the read lock, Close flips closed under the
+	// write lock and then waits for the registered ones to finish, because
+	// Pebble must not be closed under a running transaction.
+	closeMu  sync.RWMutex
+	closed   bool
+	closing  atomic.Bool // mirrors closed for lock-free checks by queued writers
+	inflight sync.WaitGroup
+}
+
+// Compile-time check that Store satisfies the storage contract.
+var _ kv.Store = (*Store)(nil)
+
+// errClosed is returned by every method of a closed Store.
+var errClosed = fmt.Errorf("pebblekv: %w", kv.ErrClosed)
+
+// Open opens (creating if necessary) the store described by opts.
+func Open(opts Options) (*Store, error) {
+	return open(opts, nil)
+}
+
+// open is Open with an optional file system override, used by tests to
+// simulate crashes with a crashable in-memory file system. A non-nil fs keeps
+// the WAL and syncing on (unlike InMemory), so the store is durable with
+// respect to fs.
+func open(opts Options, fs vfs.FS) (*Store, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	po := &pebble.Options{
+		Logger: pebbleLogger{logger: logger},
+		// Lethe has no stores written by older Pebble versions, so new stores
+		// start at the newest stable on-disk format.
+		FormatMajorVersion: pebble.FormatNewest,
+	}
+	if opts.CacheSize > 0 {
+		po.CacheSize = opts.CacheSize
+	}
+	dir, desc := opts.Dir, opts.Dir
+	var fsCloser io.Closer
+	switch {
+	case fs != nil:
+		po.FS = fs
+	case opts.InMemory:
+		po.FS = vfs.NewMem()
+		po.DisableWAL = true
+		dir, desc = "", "memory"
+	case dir == "":
+		return nil, errors.New("pebblekv: open: Options.Dir is empty and InMemory is false")
+	default:
+		// What Pebble does when Options.FS is nil, except that we own the
+		// closer: Pebble does not close its own wrapper when Open fails,
+		// leaking the wrapper's ticker goroutine.
+		po.FS, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, slowDiskThreshold, nil,
+			func(info vfs.DiskSlowInfo) {
+				logger.Warn("pebblekv: slow disk operation", "dir", desc, "op", info.String())
+			})
+	}
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		if fsCloser != nil {
+			_ = fsCloser.Close()
+		}
+		return nil, fmt.Errorf("pebblekv: open %s: %w", desc, err)
+	}
+	return &Store{
+		db:       db,
+		fsCloser: fsCloser,
+		durable:  !po.DisableWAL,
+		desc:     desc,
+		writeSem: make(chan struct{}, 1),
+	}, nil
+}
+
+// slowDiskThreshold is how long a disk operation may take before it is
+// logged as slow (Pebble's default).
+const slowDiskThreshold = 5 * time.Second
+
+// enter registers a transaction so that Close waits for it. Every successful
+// enter must be paired with s.inflight.Done().
+func (s *Store) enter() error {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return errClosed
+	}
+	s.inflight.Add(1)
+	return nil
+}
+
+// View runs fn against a consistent point-in-time snapshot of the store. fn's
+// error is returned unchanged; a panic in fn releases the snapshot and
+// propagates. The [kv.Reader] passed to fn may be used from several goroutines
+// at once, but not after fn returns; iterators fn leaves open are closed.
+func (s *Store) View(ctx context.Context, fn func(kv.Reader) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.inflight.Done()
+	snap := s.db.NewSnapshot()
+	r := &reader{state: txState{src: snap}}
+	defer r.state.finish(snap.Close)
+	return fn(r)
+}
+
+// Update runs fn in a serializable read-write transaction and commits it if fn
+// returns nil. Reads inside fn see the transaction's own writes on top of
+// everything committed before it. When Update returns nil the transaction is
+// durable (its WAL record is synced), unless the store is InMemory.
+//
+// Updates execute one at a time (see the package documentation), so fn should
+// not block for long, and must not call Update on the same store: that
+// deadlocks. Because of this serialisation [kv.ErrConflict] never occurs and
+// fn runs exactly once per call.
+//
+// fn's error is returned unchanged and the transaction is discarded. A panic in
+// fn discards the transaction, releases the writer lock and propagates. The
+// [kv.Tx] passed to fn must not be used concurrently or after fn returns.
+func (s *Store) Update(ctx context.Context, fn func(kv.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.inflight.Done()
+
+	select {
+	case s.writeSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	wrote, err := s.runUpdate(ctx, fn) // releases writeSem
+	if err != nil || !wrote || !s.durable {
+		return err
+	}
+	// Wait, outside the writer lock, until the WAL is synced up to our batch.
+	// LogData(nil, Sync) commits an empty WAL-only record (it is not applied to
+	// the memtable and consumes no sequence number) and waits for it to be
+	// synced. WAL records are written in commit order under Pebble's commit
+	// pipeline mutex, and the LogWriter guarantees that a sync request covers
+	// all data queued before it (record.LogWriter.flushLoop), so this also
+	// syncs our batch; a WAL rotation in between closes and syncs the old log
+	// file synchronously (DB.rotateWAL). Concurrent sync requests are served
+	// by a single fsync. CockroachDB's SyncWAL is implemented the same way.
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("pebblekv: sync wal %s: %w", s.desc, err)
+	}
+	return nil
+}
+
+// runUpdate executes fn under the writer lock, which the caller has acquired
+// and which runUpdate releases, and commits the batch without waiting for the
+// WAL sync. It reports whether anything was committed.
+func (s *Store) runUpdate(ctx context.Context, fn func(kv.Tx) error) (wrote bool, err error) {
+	defer func() { <-s.writeSem }()
+	if s.closing.Load() {
+		return false, errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	b := s.db.NewIndexedBatch()
+	t := &tx{reader: reader{state: txState{src: b}}, batch: b}
+	// Runs before the writer lock is released, also when fn panics, so the
+	// next writer never shares the batch and an uncommitted batch leaves no
+	// trace. Closing a committed batch only recycles it.
+	defer t.state.finish(b.Close)
+
+	if err := fn(t); err != nil {
+		return false, err
+	}
+	if b.Empty() {
+		return false, nil
+	}
+	// NoSync: the commit is applied and visible to the next writer now; the
+	// caller waits for durability after releasing the lock.
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return false, fmt.Errorf("pebblekv: commit %s: %w", s.desc, err)
+	}
+	return true, nil
+}
+
+// Close waits for running transactions to finish and then closes the
+// database. After Close every method returns an error wrapping [kv.ErrClosed].
+// Calling Close again returns nil at once.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.closing.Store(true)
+	s.closeMu.Unlock()
+
+	s.inflight.Wait()
+	err := s.db.Close()
+	if s.fsCloser != nil {
+		_ = s.fsCloser.Close() // only stops a goroutine; cannot fail
+	}
+	if err != nil {
+		return fmt.Errorf("pebblekv: close %s: %w", s.desc, err)
+	}
+	return nil
+}
+
+// Metrics returns Pebble's human-readable metrics report (LSM shape, cache
+// hit rates, WAL and compaction statistics) for diagnostics, or "" once the
+// store is closed.
+func (s *Store) Metrics() string {
+	if s.enter() != nil {
+		return ""
+	}
+	defer s.inflight.Done()
+	return s.db.Metrics().String()
+}

@@ -1,0 +1,539 @@
+package pebblekv
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/goleak"
+
+	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/kv/kvtest"
+)
+
+// TestMain fails the package if any test leaves goroutines behind: Pebble runs
+// background goroutines (WAL flusher, compactions, cleaners) that Close must
+// stop.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func openMem(t testing.TB) *Store {
+	t.Helper()
+	s, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func openDir(t testing.TB, dir string) *Store {
+	t.Helper()
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestContractInMemory(t *testing.T) {
+	kvtest.Run(t, func(t *testing.T) kv.Store { return openMem(t) })
+}
+
+func TestContractOnDisk(t *testing.T) {
+	kvtest.Run(t, func(t *testing.T) kv.Store { return openDir(t, t.TempDir()) })
+}
+
+func putErr(s kv.Store, key, value string) error {
+	return s.Update(context.Background(), func(tx kv.Tx) error {
+		return tx.Put([]byte(key), []byte(value))
+	})
+}
+
+func put(t testing.TB, s kv.Store, key, value string) {
+	t.Helper()
+	if err := putErr(s, key, value); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkValue checks that s holds value at key.
+func checkValue(t testing.TB, s kv.Store, key, value string) {
+	t.Helper()
+	err := s.View(context.Background(), func(r kv.Reader) error {
+		v, err := r.Get([]byte(key))
+		if err != nil {
+			return err
+		}
+		if string(v) != value {
+			return fmt.Errorf("got %q, want %q", v, value)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("key %q: %v", key, err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	if _, err := Open(Options{}); err == nil {
+		t.Error("Open with neither Dir nor InMemory succeeded")
+	}
+	dir := t.TempDir()
+	openDir(t, dir)
+	// Pebble locks the directory: a second store on it must fail, not corrupt it.
+	if s, err := Open(Options{Dir: dir}); err == nil {
+		_ = s.Close()
+		t.Error("second Open of a directory in use succeeded")
+	} else if !strings.Contains(err.Error(), dir) {
+		t.Errorf("Open error %q does not name the directory", err)
+	}
+}
+
+func TestReopen(t *testing.T) {
+	dir := t.TempDir()
+	s := openDir(t, dir)
+	for i := range 100 {
+		put(t, s, fmt.Sprintf("k%03d", i), fmt.Sprint(i))
+	}
+	if err := s.Update(context.Background(), func(tx kv.Tx) error {
+		return tx.DeleteRange([]byte("k010"), []byte("k020"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openDir(t, dir)
+	var n int
+	err := s.View(context.Background(), func(r kv.Reader) error {
+		it := r.Scan(nil, nil, false)
+		for it.Next() {
+			n++
+		}
+		return it.Close()
+	})
+	if err != nil || n != 90 {
+		t.Errorf("after reopen: %d keys, %v; want 90 keys", n, err)
+	}
+	checkValue(t, s, "k000", "0")
+	checkValue(t, s, "k099", "99")
+}
+
+// TestCrashDurability simulates power loss: the store runs on a crashable
+// in-memory file system, and a crash clone keeps only what was synced. Every
+// Update that returned before the clone must be in it.
+func TestCrashDurability(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	s, err := open(Options{Dir: "/db"}, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	const writers, perWriter = 4, 50
+	var (
+		mu           sync.Mutex
+		acked        []string
+		wg           sync.WaitGroup
+		clone        *vfs.MemFS
+		ackedAtClone []string
+	)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range perWriter {
+				key := fmt.Sprintf("w%d/%03d", w, i)
+				if err := putErr(s, key, key); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				acked = append(acked, key)
+				// Crash in the middle of the run, with writers in flight.
+				if len(acked) == writers*perWriter/2 {
+					ackedAtClone = append([]string(nil), acked...)
+					clone = fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+
+	// The test has teeth: a write committed without a sync is lost by a
+	// crash clone taken now.
+	if err := s.db.Set([]byte("unsynced"), []byte("x"), pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	lossy := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+
+	check := func(fs *vfs.MemFS, keys []string, missing string) {
+		t.Helper()
+		s, err := open(Options{Dir: "/db"}, fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for _, k := range keys {
+			checkValue(t, s, k, k)
+		}
+		if missing != "" {
+			err := s.View(context.Background(), func(r kv.Reader) error {
+				_, err := r.Get([]byte(missing))
+				return err
+			})
+			if !errors.Is(err, kv.ErrNotFound) {
+				t.Errorf("unsynced key %q survived the crash (err %v): the crash simulation is not testing anything", missing, err)
+			}
+		}
+	}
+	check(clone, ackedAtClone, "")
+	check(lossy, acked, "unsynced")
+}
+
+const killEnv = "PEBBLEKV_KILL_DIR"
+
+// TestKillDurability runs TestKillHelper in a child process that commits keys
+// from several goroutines, prints each key once its Update has returned, and
+// SIGKILLs itself mid-run without closing the store. Every printed key must
+// survive. (A process kill keeps the OS page cache, so this checks that
+// acknowledged commits reached the WAL file; TestCrashDurability covers
+// fsync.)
+func TestKillDurability(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a subprocess")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKillHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), killEnv+"="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) {
+		t.Fatalf("helper did not fail as expected: %v\nstderr:\n%s", err, stderr.Bytes())
+	}
+	if ws, ok := exitErr.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("helper ended with %v, want SIGKILL\nstderr:\n%s", err, stderr.Bytes())
+	}
+
+	var acked []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if key, ok := strings.CutPrefix(sc.Text(), "ack "); ok {
+			acked = append(acked, key)
+		}
+	}
+	if len(acked) < killAfter {
+		t.Fatalf("helper acknowledged %d keys, want at least %d\nstdout:\n%s", len(acked), killAfter, out)
+	}
+	s := openDir(t, dir)
+	for _, k := range acked {
+		checkValue(t, s, k, k)
+	}
+}
+
+// killAfter is the number of acknowledged keys after which the helper kills itself.
+const killAfter = 100
+
+// TestKillHelper is the child process of TestKillDurability; it does nothing
+// unless started by it.
+func TestKillHelper(t *testing.T) {
+	dir := os.Getenv(killEnv)
+	if dir == "" {
+		t.Skip("helper process for TestKillDurability")
+	}
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		n  atomic.Int64
+		mu sync.Mutex // keeps each line whole on stdout
+	)
+	for w := range 4 {
+		go func() {
+			for i := 0; ; i++ {
+				key := fmt.Sprintf("w%d/%06d", w, i)
+				if err := putErr(s, key, key); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(3)
+				}
+				mu.Lock()
+				fmt.Fprintf(os.Stdout, "ack %s\n", key) // unbuffered: one write(2) per line
+				mu.Unlock()
+				if n.Add(1) == killAfter {
+					_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Minute) // the kill arrives long before this
+	t.Fatal("helper was not killed")
+}
+
+func TestViewReaderIsReadOnly(t *testing.T) {
+	s := openMem(t)
+	err := s.View(context.Background(), func(r kv.Reader) error {
+		if _, ok := r.(kv.Tx); ok {
+			t.Error("the Reader passed to View implements kv.Tx")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUseAfterEnd checks that a transaction or iterator that escapes its
+// function fails cleanly rather than touching a recycled Pebble batch, and
+// that leaked iterators are closed (Pebble's Close would report them).
+func TestUseAfterEnd(t *testing.T) {
+	s := openMem(t)
+	put(t, s, "a", "1")
+	put(t, s, "b", "2")
+
+	var (
+		leakedTx     kv.Tx
+		leakedReader kv.Reader
+		leakedIters  []kv.Iterator
+	)
+	if err := s.Update(context.Background(), func(tx kv.Tx) error {
+		leakedTx = tx
+		it := tx.Scan(nil, nil, false)
+		it.Next()
+		leakedIters = append(leakedIters, it)
+		return tx.Put([]byte("c"), []byte("3"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.View(context.Background(), func(r kv.Reader) error {
+		leakedReader = r
+		leakedIters = append(leakedIters, r.Scan(nil, nil, true))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Another Update reuses Pebble's pooled batch.
+	put(t, s, "d", "4")
+
+	if err := leakedTx.Put([]byte("x"), nil); !errors.Is(err, errTxDone) {
+		t.Errorf("Put after end = %v", err)
+	}
+	if err := leakedTx.Delete([]byte("a")); !errors.Is(err, errTxDone) {
+		t.Errorf("Delete after end = %v", err)
+	}
+	if err := leakedTx.DeleteRange(nil, nil); !errors.Is(err, errTxDone) {
+		t.Errorf("DeleteRange after end = %v", err)
+	}
+	for _, r := range []kv.Reader{leakedTx, leakedReader} {
+		if _, err := r.Get([]byte("a")); !errors.Is(err, errTxDone) {
+			t.Errorf("Get after end = %v", err)
+		}
+		it := r.Scan(nil, nil, false)
+		if it.Next() || !errors.Is(it.Close(), errTxDone) {
+			t.Error("Scan after end did not fail")
+		}
+	}
+	for _, it := range leakedIters {
+		if it.Next() {
+			t.Error("leaked iterator still iterates")
+		}
+		if err := it.Close(); !errors.Is(err, errTxDone) {
+			t.Errorf("leaked iterator Close = %v, want errTxDone", err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
+// TestCloseWaitsForTransactions checks that Close refuses new transactions at
+// once but closes Pebble only after running ones finish.
+func TestCloseWaitsForTransactions(t *testing.T) {
+	s := openDir(t, t.TempDir())
+	put(t, s, "k", "v")
+	inView, release, viewErr := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		viewErr <- s.View(context.Background(), func(r kv.Reader) error {
+			close(inView)
+			<-release
+			_, err := r.Get([]byte("k")) // the DB is still open
+			return err
+		})
+	}()
+	<-inView
+	closeErr := make(chan error, 1)
+	go func() { closeErr <- s.Close() }()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Update(context.Background(), func(kv.Tx) error { return nil }) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("Update still succeeds after Close started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-closeErr:
+		t.Fatalf("Close returned (%v) while a View was running", err)
+	default:
+	}
+	close(release)
+	if err := <-viewErr; err != nil {
+		t.Errorf("View: %v", err)
+	}
+	if err := <-closeErr; err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
+// TestWriterWaitHonoursContext checks that an Update queued behind a slow one
+// gives up when its context ends.
+func TestWriterWaitHonoursContext(t *testing.T) {
+	s := openMem(t)
+	holding, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Update(context.Background(), func(kv.Tx) error {
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	called := false
+	err := s.Update(ctx, func(kv.Tx) error { called = true; return nil })
+	if !errors.Is(err, context.DeadlineExceeded) || called {
+		t.Errorf("queued Update = %v (fn called: %v), want context.DeadlineExceeded", err, called)
+	}
+	close(release)
+	<-done
+}
+
+func TestMetrics(t *testing.T) {
+	s := openMem(t)
+	put(t, s, "k", "v")
+	if m := s.Metrics(); !strings.Contains(m, "WAL") {
+		t.Errorf("Metrics() = %q", m)
+	}
+	_ = s.Close()
+	if m := s.Metrics(); m != "" {
+		t.Errorf("Metrics() after Close = %q", m)
+	}
+}
+
+// TestInMemoryTouchesNoDisk checks that an in-memory store writes nothing to
+// disk.
+func TestInMemoryTouchesNoDisk(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	s := openMem(t)
+	put(t, s, "k", "v")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		t.Errorf("in-memory store created %s in the working directory", filepath.Join(dir, entries[0].Name()))
+	}
+}
+
+// TestLargeBatch commits an Update bigger than Pebble's large-batch threshold
+// (half the 4 MiB memtable), which Pebble commits through a different path
+// (the batch becomes a flushable memtable of its own).
+func TestLargeBatch(t *testing.T) {
+	dir := t.TempDir()
+	s := openDir(t, dir)
+	value := bytes.Repeat([]byte{'v'}, 16<<10)
+	const n = 256 // 4 MiB
+	if err := s.Update(context.Background(), func(tx kv.Tx) error {
+		for i := range n {
+			if err := tx.Put(fmt.Appendf(nil, "k%04d", i), value); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "after", "x") // the store keeps working
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openDir(t, dir)
+	err := s.View(context.Background(), func(r kv.Reader) error {
+		it := r.Scan([]byte("k"), kv.PrefixEnd([]byte("k")), false)
+		count := 0
+		for it.Next() {
+			if !bytes.Equal(it.Value(), value) {
+				return fmt.Errorf("%s: corrupt value", it.Key())
+			}
+			count++
+		}
+		if count != n {
+			return fmt.Errorf("found %d keys, want %d", count, n)
+		}
+		return it.Close()
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	checkValue(t, s, "after", "x")
+}
+
+// TestWriteWhileIterating checks the common scan-and-modify pattern: an
+// iterator keeps returning the keys that existed when Scan was called while
+// the transaction deletes and adds keys under it.
+func TestWriteWhileIterating(t *testing.T) {
+	s := openMem(t)
+	for _, k := range []string{"a", "b", "c", "d"} {
+		put(t, s, k, k)
+	}
+	var seen []string
+	err := s.Update(context.Background(), func(tx kv.Tx) error {
+		seen = seen[:0]
+		it := tx.Scan(nil, nil, false)
+		defer it.Close()
+		for it.Next() {
+			k := string(it.Key())
+			seen = append(seen, k)
+			if err := tx.Delete(it.Key()); err != nil {
+				return err
+			}
+			if err := tx.Put([]byte(k+"-new"), []byte(k)); err != nil {
+				return err
+			}
+		}
+		return it.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(seen, ","); got != "a,b,c,d" {
+		t.Errorf("iterated %s, want a,b,c,d", got)
+	}
+	for _, k := range []string{"a", "b", "c", "d"} {
+		checkValue(t, s, k+"-new", k)
+	}
+}

@@ -1,0 +1,292 @@
+package pebblekv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/lethe-db/lethe/kv"
+)
+
+// errTxDone is returned when a transaction is used after its function returned.
+// Pebble recycles batches, so such a use must not reach Pebble.
+var errTxDone = errors.New("pebblekv: transaction used after it ended")
+
+// source is what a transaction reads from: a *pebble.Snapshot (View) or an
+// indexed *pebble.Batch (Update), which overlays its own writes on the DB.
+type source interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
+}
+
+// txState is the bookkeeping shared by both kinds of transaction: the read
+// source, whether the transaction has ended, and the iterators still open
+// (closed when the transaction ends, as Pebble must not see leaked iterators
+// and a batch must not be recycled under one).
+type txState struct {
+	src  source
+	done atomic.Bool
+
+	mu    sync.Mutex
+	iters map[*iterator]struct{}
+}
+
+// finish ends the transaction: it closes leaked iterators, then releases the
+// source with release.
+func (st *txState) finish(release func() error) {
+	st.mu.Lock()
+	st.done.Store(true)
+	// Closed under mu, so that a later iterator.Close, which finds the
+	// iterator gone from the map, knows it is fully closed.
+	for it := range st.iters {
+		it.closeInternal(errTxDone)
+	}
+	st.iters = nil
+	st.mu.Unlock()
+	_ = release() // snapshot and batch Close only fail on double close
+}
+
+// reader implements [kv.Reader] over a source. It deliberately has no write
+// methods: the value View passes to fn cannot be asserted to [kv.Tx].
+type reader struct {
+	state txState
+}
+
+var _ kv.Reader = (*reader)(nil)
+
+// Get implements [kv.Reader]. The returned slice is a private copy.
+func (r *reader) Get(key []byte) ([]byte, error) {
+	if r.state.done.Load() {
+		return nil, errTxDone
+	}
+	v, closer, err := r.state.src.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, kv.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pebblekv: get: %w", err)
+	}
+	out := make([]byte, len(v)) // non-nil even for an empty value
+	copy(out, v)
+	if err := closer.Close(); err != nil {
+		return nil, fmt.Errorf("pebblekv: get: %w", err)
+	}
+	return out, nil
+}
+
+// Scan implements [kv.Reader].
+func (r *reader) Scan(start, end []byte, reverse bool) kv.Iterator {
+	if end != nil && bytes.Compare(start, end) >= 0 {
+		return &iterator{exhausted: true} // empty range
+	}
+	st := &r.state
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.done.Load() {
+		return &iterator{err: errTxDone, exhausted: true}
+	}
+	// Pebble keeps references to the bounds for the iterator's lifetime, and
+	// the caller may reuse its buffers, so copy them (in one allocation).
+	bounds := make([]byte, 0, len(start)+len(end))
+	bounds = append(bounds, start...)
+	bounds = append(bounds, end...)
+	opts := &pebble.IterOptions{}
+	if len(start) > 0 {
+		// An empty lower bound is the same as none; passing it as nil also
+		// avoids a Pebble invariants-build bug (index out of range on an
+		// empty seek key in testingDisableSeekOpt, hit under -race).
+		opts.LowerBound = bounds[:len(start):len(start)]
+	}
+	if end != nil {
+		opts.UpperBound = bounds[len(start):]
+	}
+	pit, err := st.src.NewIter(opts)
+	if err != nil {
+		return &iterator{err: fmt.Errorf("pebblekv: scan: %w", err), exhausted: true}
+	}
+	it := &iterator{owner: st, it: pit, reverse: reverse}
+	if st.iters == nil {
+		st.iters = make(map[*iterator]struct{})
+	}
+	st.iters[it] = struct{}{}
+	return it
+}
+
+// tx implements [kv.Tx] over an indexed batch. Reads go through the batch, so
+// they see the transaction's own writes, including range deletions.
+type tx struct {
+	reader
+	batch *pebble.Batch
+}
+
+var _ kv.Tx = (*tx)(nil)
+
+// Put implements [kv.Tx]. Pebble copies key and value into the batch.
+func (t *tx) Put(key, value []byte) error {
+	if t.state.done.Load() {
+		return errTxDone
+	}
+	if err := t.batch.Set(key, value, nil); err != nil {
+		return fmt.Errorf("pebblekv: put: %w", err)
+	}
+	return nil
+}
+
+// Delete implements [kv.Tx].
+func (t *tx) Delete(key []byte) error {
+	if t.state.done.Load() {
+		return errTxDone
+	}
+	if err := t.batch.Delete(key, nil); err != nil {
+		return fmt.Errorf("pebblekv: delete: %w", err)
+	}
+	return nil
+}
+
+// DeleteRange implements [kv.Tx]. It writes a single range tombstone, so its
+// cost does not depend on how many keys the range holds. As in Scan, a nil end
+// means no upper bound; an empty range (start >= end) is a no-op.
+func (t *tx) DeleteRange(start, end []byte) error {
+	if t.state.done.Load() {
+		return errTxDone
+	}
+	if end == nil {
+		// A tombstone needs a finite end. Writers are serialised, so no key
+		// beyond the current last one can appear before this batch commits
+		// (later writes in this batch override the tombstone anyway), and
+		// ending just after the last key is exact.
+		last, err := t.lastKeyFrom(start)
+		if err != nil || last == nil {
+			return err
+		}
+		end = append(last, 0) // the immediate successor of last
+	} else if bytes.Compare(start, end) >= 0 {
+		return nil
+	}
+	if err := t.batch.DeleteRange(start, end, nil); err != nil {
+		return fmt.Errorf("pebblekv: delete range: %w", err)
+	}
+	return nil
+}
+
+// lastKeyFrom returns a copy of the greatest key >= start visible to the
+// transaction, or nil if there is none.
+func (t *tx) lastKeyFrom(start []byte) ([]byte, error) {
+	opts := &pebble.IterOptions{}
+	if len(start) > 0 { // see Scan about empty bounds
+		opts.LowerBound = start
+	}
+	it, err := t.batch.NewIter(opts)
+	if err != nil {
+		return nil, fmt.Errorf("pebblekv: delete range: %w", err)
+	}
+	var last []byte
+	if it.Last() {
+		last = append([]byte(nil), it.Key()...)
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("pebblekv: delete range: %w", err)
+	}
+	return last, nil
+}
+
+// iterator implements [kv.Iterator] over a Pebble iterator.
+type iterator struct {
+	owner   *txState         // nil for iterators that never opened a Pebble iterator
+	it      *pebble.Iterator // nil once closed
+	reverse bool
+	started bool
+	// exhausted is set once Next has returned false; Pebble is not asked again.
+	exhausted  bool
+	key, value []byte
+	err        error
+}
+
+// Next implements [kv.Iterator].
+func (i *iterator) Next() bool {
+	if i.exhausted || i.it == nil {
+		i.exhausted = true
+		i.key, i.value = nil, nil
+		return false
+	}
+	var ok bool
+	switch {
+	case !i.started:
+		i.started = true
+		if i.reverse {
+			ok = i.it.Last()
+		} else {
+			ok = i.it.First()
+		}
+	case i.reverse:
+		ok = i.it.Prev()
+	default:
+		ok = i.it.Next()
+	}
+	if !ok {
+		if err := i.it.Error(); err != nil {
+			i.err = fmt.Errorf("pebblekv: scan: %w", err)
+		}
+		i.exhausted = true
+		i.key, i.value = nil, nil
+		return false
+	}
+	v, err := i.it.ValueAndErr()
+	if err != nil {
+		i.err = fmt.Errorf("pebblekv: scan: %w", err)
+		i.exhausted = true
+		i.key, i.value = nil, nil
+		return false
+	}
+	i.key, i.value = i.it.Key(), v
+	return true
+}
+
+// Key implements [kv.Iterator].
+func (i *iterator) Key() []byte { return i.key }
+
+// Value implements [kv.Iterator].
+func (i *iterator) Value() []byte { return i.value }
+
+// Err implements [kv.Iterator].
+func (i *iterator) Err() error { return i.err }
+
+// Close implements [kv.Iterator]. It is safe to call more than once.
+func (i *iterator) Close() error {
+	if i.owner != nil {
+		i.owner.mu.Lock()
+		_, open := i.owner.iters[i]
+		delete(i.owner.iters, i)
+		i.owner.mu.Unlock()
+		if !open {
+			// Already closed, by an earlier Close or by the end of the
+			// transaction (under owner.mu, which we have since acquired).
+			return i.err
+		}
+	}
+	i.closeInternal(nil)
+	return i.err
+}
+
+// closeInternal releases the Pebble iterator, recording cause (if the caller
+// had not finished) or Pebble's close error as the iterator's error.
+func (i *iterator) closeInternal(cause error) {
+	if i.it == nil {
+		return
+	}
+	err := i.it.Close()
+	i.it = nil
+	if i.err == nil && err != nil {
+		i.err = fmt.Errorf("pebblekv: scan: %w", err)
+	}
+	if i.err == nil && cause != nil && !i.exhausted {
+		i.err = cause
+	}
+	i.exhausted = true
+	i.key, i.value = nil, nil
+}
