@@ -121,3 +121,10 @@ func (te *testEngine) read(coll, id string) error {
 	_, err := te.ReadDocument(ctx, ref(coll, id, "p"), Conditions{})
 	return err
 }
+
+func (te *testEngine) mustDelete(coll, id string) {
+	te.t.Helper()
+	if _, err := te.DeleteDocument(ctx, ref(coll, id, "p"), Conditions{}); err != nil {
+		te.t.Fatalf("delete %s: %v", id, err)
+	}
+}

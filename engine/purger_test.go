@@ -1,0 +1,275 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/kv/pebblekv"
+)
+
+// countingStore wraps a real store and counts the keys it hands out, to measure
+// how much of the store an operation touches.
+type countingStore struct {
+	kv.Store
+	reads   atomic.Int64 // Get calls plus iterator steps
+	updates atomic.Int64
+	onTx    func(n int64) // called before each Update with its ordinal
+}
+
+type countingReader struct {
+	kv.Reader
+	s *countingStore
+}
+
+type countingTx struct {
+	kv.Tx
+	s *countingStore
+}
+
+type countingIter struct {
+	kv.Iterator
+	s *countingStore
+}
+
+func (c *countingStore) View(ctx context.Context, fn func(kv.Reader) error) error {
+	return c.Store.View(ctx, func(r kv.Reader) error { return fn(countingReader{r, c}) })
+}
+
+func (c *countingStore) Update(ctx context.Context, fn func(kv.Tx) error) error {
+	n := c.updates.Add(1)
+	if c.onTx != nil {
+		c.onTx(n)
+	}
+	return c.Store.Update(ctx, func(tx kv.Tx) error { return fn(countingTx{tx, c}) })
+}
+
+func (r countingReader) Get(k []byte) ([]byte, error) { r.s.reads.Add(1); return r.Reader.Get(k) }
+func (r countingReader) Scan(a, b []byte, rev bool) kv.Iterator {
+	return countingIter{r.Reader.Scan(a, b, rev), r.s}
+}
+func (t countingTx) Get(k []byte) ([]byte, error) { t.s.reads.Add(1); return t.Tx.Get(k) }
+func (t countingTx) Scan(a, b []byte, rev bool) kv.Iterator {
+	return countingIter{t.Tx.Scan(a, b, rev), t.s}
+}
+func (i countingIter) Next() bool { i.s.reads.Add(1); return i.Iterator.Next() }
+
+// fill creates n documents with the given extra members, ids prefix0..prefixN-1.
+func (te *testEngine) fill(coll, prefix string, n int, extra string) {
+	te.t.Helper()
+	for i := range n {
+		if err := te.create(coll, fmt.Sprintf(`{"id":"%s%d","pk":"p"%s}`, prefix, i, extra)); err != nil {
+			te.t.Fatal(err)
+		}
+	}
+}
+
+func (te *testEngine) feedCount(coll string) int {
+	te.t.Helper()
+	n, cont := 0, ""
+	for {
+		page, err := te.ReadFeed(ctx, "db", coll, FeedOptions{MaxItems: 1000, Continuation: cont})
+		if err != nil {
+			te.t.Fatal(err)
+		}
+		n += len(page.Docs)
+		if cont = page.Continuation; cont == "" {
+			return n
+		}
+	}
+}
+
+func TestPurgeDeletesExactlyTheExpired(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":100`)
+	te.fill("c", "default", 30, "")
+	te.fill("c", "own", 20, `,"ttl":50`)
+	te.fill("c", "never", 10, `,"ttl":-1`)
+	te.clock.Advance(60 * time.Second)
+	te.fill("c", "young", 5, "")
+	if n, err := te.Purge(ctx); err != nil || n != 20 {
+		t.Fatalf("purge at +60s = %d, %v; want the 20 own-ttl documents", n, err)
+	}
+	te.clock.Advance(40 * time.Second)
+	if n, err := te.Purge(ctx); err != nil || n != 30 {
+		t.Fatalf("purge at +100s = %d, %v; want the 30 default documents", n, err)
+	}
+	if n, err := te.Purge(ctx); err != nil || n != 0 {
+		t.Fatalf("second purge = %d, %v; want 0", n, err)
+	}
+	if got := te.feedCount("c"); got != 15 {
+		t.Errorf("live documents = %d; want 15", got)
+	}
+	if st := te.PurgeStats(); st.Purged != 50 {
+		t.Errorf("PurgeStats.Purged = %d; want 50", st.Purged)
+	}
+}
+
+// TestPurgeWorkIsProportionalToExpired: with 20,000 live documents and 40
+// expired ones, a purge touches a number of keys on the order of the 40, not
+// of the container.
+func TestPurgeWorkIsProportionalToExpired(t *testing.T) {
+	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	cs := &countingStore{Store: store}
+	clock := newFakeClock()
+	e, err := Open(ctx, Options{Store: cs, Now: clock.Now, DisablePurger: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	te := &testEngine{Engine: e, t: t, clock: clock, store: cs}
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":1000`)
+	te.fill("c", "old", 20, "")
+	te.fill("c", "short", 20, `,"ttl":5`)
+	clock.Advance(500 * time.Second)
+	te.fill("c", "live", 10_000, "")
+	te.fill("c", "liveown", 10_000, `,"ttl":100000`)
+	clock.Advance(500 * time.Second)
+
+	before := cs.reads.Load()
+	n, err := e.Purge(ctx)
+	if err != nil || n != 40 {
+		t.Fatalf("purge = %d, %v; want 40", n, err)
+	}
+	touched := cs.reads.Load() - before
+	if touched > 40*10 {
+		t.Errorf("purging 40 of 20,040 documents touched %d keys; want O(expired)", touched)
+	}
+	t.Logf("purging 40 expired among 20,040 documents touched %d keys", touched)
+	if err := e.Check(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestPurgeIsFairAcrossContainers: each container gets a batch before any gets a second.
+func TestPurgeIsFairAcrossContainers(t *testing.T) {
+	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	cs := &countingStore{Store: store}
+	clock := newFakeClock()
+	e, err := Open(ctx, Options{Store: cs, Now: clock.Now, DisablePurger: true, PurgeBatch: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	te := &testEngine{Engine: e, t: t, clock: clock, store: cs}
+	te.mustDB("db")
+	for _, c := range []string{"big", "small1", "small2"} {
+		te.mustContainer(c, `"defaultTtl":1`)
+	}
+	te.fill("big", "d", 100, "")
+	te.fill("small1", "d", 10, "")
+	te.fill("small2", "d", 10, "")
+	clock.Advance(2 * time.Second)
+
+	if _, err := e.Now(ctx); err != nil { // persist this second now, not during the purge
+		t.Fatal(err)
+	}
+	// Stop the purge after its first three batches: one round over three containers.
+	pctx, cancel := context.WithCancel(ctx)
+	start := cs.updates.Load()
+	cs.onTx = func(n int64) {
+		if n-start > 3 {
+			cancel()
+		}
+	}
+	_, _ = e.purge(pctx, false)
+	cs.onTx = nil
+	stored := storedPerContainer(t, cs)
+	want := map[string]int{"big": 90, "small1": 0, "small2": 0}
+	for name, n := range want {
+		if stored[name] != n {
+			t.Errorf("after one round, %s physically holds %d documents; want %d (all: %v)", name, stored[name], n, stored)
+		}
+	}
+}
+
+// storedPerContainer counts the documents physically stored in each container
+// of database "db", expired or not.
+func storedPerContainer(t *testing.T, s kv.Store) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	err := s.View(ctx, func(r kv.Reader) error {
+		db, err := getDatabase(r, "db")
+		if err != nil {
+			return err
+		}
+		colls, err := listContainerRecords(r, db.rid())
+		if err != nil {
+			return err
+		}
+		for _, c := range colls {
+			p := collKey(pfxDoc, c.rid())
+			it := r.Scan(p, kv.PrefixEnd(p), false)
+			for it.Next() {
+				out[c.ID]++
+			}
+			if err := it.Close(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestPurgeRestartsWhereItStopped(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":1`)
+	te.fill("c", "d", 300, "")
+	te.clock.Advance(time.Second)
+	te.reopen() // a restart: the purger keeps no state of its own
+	if n, err := te.Purge(ctx); err != nil || n != 300 {
+		t.Fatalf("purge after restart = %d, %v", n, err)
+	}
+}
+
+func TestBackgroundPurger(t *testing.T) {
+	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	clock := newFakeClock()
+	e, err := Open(ctx, Options{Store: store, Now: clock.Now, PurgeInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	te := &testEngine{Engine: e, t: t, clock: clock, store: store}
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":10`)
+	te.fill("c", "d", 50, "")
+	clock.Advance(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for e.PurgeStats().Purged < 50 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if p := e.PurgeStats().Purged; p != 50 {
+		t.Fatalf("background purger deleted %d of 50 expired documents", p)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil { // idempotent
+		t.Fatal(err)
+	}
+	if err := e.Check(ctx); err != nil {
+		t.Error(err)
+	}
+}
