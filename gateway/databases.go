@@ -13,7 +13,7 @@ func isQuery(rq *request) bool {
 }
 
 func queriesNotSupported() error {
-	return lethe.Errorf(lethe.CodeBadRequest, "Lethe does not support SQL queries yet; they come in a later release. Use read feeds and point operations.")
+	return lethe.Errorf(lethe.CodeBadRequest, "Lethe does not support queries over databases or containers yet; they come with the query engine.")
 }
 
 func (s *Server) postDatabases(w http.ResponseWriter, rq *request) {

@@ -35,7 +35,7 @@ func (s *Server) sessionFor(rq *request, containerRID string) {
 func (s *Server) postDocuments(w http.ResponseWriter, rq *request) {
 	switch {
 	case isQuery(rq):
-		s.writeError(w, rq, queriesNotSupported())
+		s.queryDocuments(w, rq)
 		return
 	case rq.flag("x-ms-cosmos-is-batch-request"):
 		s.batch(w, rq)
@@ -177,3 +177,5 @@ func (s *Server) readFeed(w http.ResponseWriter, rq *request) {
 	}
 	rq.writeFeed(w, page.ContainerRID, "Documents", page.Docs)
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }
