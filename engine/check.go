@@ -18,14 +18,14 @@ func (e *Engine) Check(ctx context.Context) error {
 	var errs []error
 	err := e.store.View(ctx, func(r kv.Reader) error {
 		it := r.Scan([]byte{pfxContainer}, []byte{pfxContainer + 1}, false)
-		var colls [][8]byte
+		var colls []*layout
 		for it.Next() {
 			var c collRecord
 			if err := json.Unmarshal(it.Value(), &c); err != nil {
 				errs = append(errs, fmt.Errorf("container record %q: %w", it.Key(), err))
 				continue
 			}
-			colls = append(colls, c.rid())
+			colls = append(colls, c.layout())
 		}
 		if err := it.Close(); err != nil {
 			return err
@@ -41,7 +41,8 @@ func (e *Engine) Check(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func checkContainer(r kv.Reader, coll [8]byte) []error {
+func checkContainer(r kv.Reader, l *layout) []error {
+	coll := l.rid
 	var errs []error
 	want := map[string][]byte{} // every secondary key the documents own -> suffix
 	p := collKey(pfxDoc, coll)
@@ -56,14 +57,19 @@ func checkContainer(r kv.Reader, coll [8]byte) []error {
 		if !json.Valid(rec.json) {
 			errs = append(errs, fmt.Errorf("document %x: stored JSON is invalid", suffix))
 		}
-		for _, k := range secondaryKeys(coll, &rec) {
+		keys, err := secondaryKeys(l, &rec)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("document %x: %w", suffix, err))
+			continue
+		}
+		for _, k := range keys {
 			want[string(k)] = suffix
 		}
 	}
 	if err := it.Close(); err != nil {
 		return append(errs, err)
 	}
-	for _, pfx := range []byte{pfxOrder, pfxByTS, pfxByExpiry} {
+	for _, pfx := range []byte{pfxOrder, pfxByTS, pfxByExpiry, pfxUnique} {
 		p := collKey(pfx, coll)
 		it := r.Scan(p, kv.PrefixEnd(p), false)
 		for it.Next() {

@@ -26,6 +26,7 @@ type collRecord struct {
 	TTLDefault   int64           `json:"ttlDefault"`
 	Watermarks   ttl.Watermarks  `json:"watermarks"`
 	IndexingMode string          `json:"indexingMode"`
+	UniqueKeys   [][]string      `json:"uniqueKeys,omitempty"` // each unique key's paths
 }
 
 func (c *collRecord) rid() [8]byte {
@@ -227,6 +228,16 @@ func containerSettings(o *jsonv.Object, old *collRecord) (*collRecord, error) {
 	}
 	rec.TTLOn, rec.TTLDefault = p.On, p.Default
 
+	// Unique keys: set at creation, immutable afterwards.
+	uks, err := parseUniqueKeys(o)
+	if err != nil {
+		return nil, err
+	}
+	rec.UniqueKeys = uks
+	if old != nil && !sameUniqueKeys(old.UniqueKeys, uks) {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "The unique key policy of a container cannot be changed.")
+	}
+
 	if v, ok := o.Get("conflictResolutionPolicy"); !ok || v == nil {
 		o.Set("conflictResolutionPolicy", mustObject(`{"mode":"LastWriterWins","conflictResolutionPath":"/_ts","conflictResolutionProcedure":""}`))
 	}
@@ -414,4 +425,70 @@ func (e *Engine) DeleteContainer(ctx context.Context, dbID, collID string) error
 		}
 		return tx.Delete(containerKey(db.rid(), collID))
 	})
+}
+
+// parseUniqueKeys validates uniqueKeyPolicy {"uniqueKeys":[{"paths":[...]}, ...]}
+// and fills in an empty policy when absent, as Cosmos DB echoes one.
+func parseUniqueKeys(o *jsonv.Object) ([][]string, error) {
+	v, ok := o.Get("uniqueKeyPolicy")
+	if !ok || v == nil {
+		o.Set("uniqueKeyPolicy", mustObject(`{"uniqueKeys":[]}`))
+		return nil, nil
+	}
+	bad := func(why string) error {
+		return lethe.Errorf(lethe.CodeBadRequest, "The uniqueKeyPolicy is invalid: %s", why)
+	}
+	pol, ok := v.(*jsonv.Object)
+	if !ok {
+		return nil, bad("it must be an object")
+	}
+	ukv, _ := pol.Get("uniqueKeys")
+	if ukv == nil {
+		pol.Set("uniqueKeys", []jsonv.Value{})
+		return nil, nil
+	}
+	list, ok := ukv.([]jsonv.Value)
+	if !ok {
+		return nil, bad("'uniqueKeys' must be an array")
+	}
+	if len(list) > 10 {
+		return nil, bad("a container has at most 10 unique keys")
+	}
+	var out [][]string
+	for _, item := range list {
+		uk, ok := item.(*jsonv.Object)
+		if !ok {
+			return nil, bad("each unique key must be an object with 'paths'")
+		}
+		pv, _ := uk.Get("paths")
+		paths, ok := pv.([]jsonv.Value)
+		if !ok || len(paths) == 0 || len(paths) > 16 {
+			return nil, bad("each unique key needs 1 to 16 'paths'")
+		}
+		var ps []string
+		for _, p := range paths {
+			path, ok := p.(string)
+			if !ok {
+				return nil, bad("unique key paths must be strings")
+			}
+			if _, err := splitPath(path); err != nil {
+				return nil, bad(fmt.Sprintf("the path '%s' is not a valid path", truncate(path, 100)))
+			}
+			ps = append(ps, path)
+		}
+		out = append(out, ps)
+	}
+	return out, nil
+}
+
+func sameUniqueKeys(a, b [][]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !samePaths(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
 }

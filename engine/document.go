@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -31,6 +32,7 @@ type Conditions struct {
 type scope struct {
 	db   *dbRecord
 	c    *collRecord
+	l    *layout
 	rid  [8]byte
 	pol  ttl.Policy
 	now  int64
@@ -42,7 +44,7 @@ func (e *Engine) scope(r kv.Reader, dbID, collID string, now int64) (*scope, err
 	if err != nil {
 		return nil, err
 	}
-	return &scope{db: db, c: c, rid: c.rid(), pol: c.policy(), now: now}, nil
+	return &scope{db: db, c: c, l: c.layout(), rid: c.rid(), pol: c.policy(), now: now}, nil
 }
 
 // live reports whether a stored document is visible at the scope's instant.
@@ -170,16 +172,27 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 		return nil, lethe.Errorf(lethe.CodeEntityTooLarge, "Request size is too large: the document is %d bytes; the limit is %d.", len(rec.json), maxDocBytes)
 	}
 	if prev != nil {
-		for _, k := range secondaryKeys(s.rid, prev) {
+		keys, err := secondaryKeys(s.l, prev)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
 			if err := tx.Delete(k); err != nil {
 				return nil, err
 			}
 		}
 	}
+	keys, err := secondaryKeys(s.l, rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.claimUniqueKeys(tx, keys, p.suffix); err != nil {
+		return nil, err
+	}
 	if err := tx.Put(docKey(s.rid, p.suffix), rec.encode()); err != nil {
 		return nil, err
 	}
-	for _, k := range secondaryKeys(s.rid, rec) {
+	for _, k := range keys {
 		if err := tx.Put(k, p.suffix); err != nil {
 			return nil, err
 		}
@@ -187,9 +200,51 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 	return rec, nil
 }
 
+// claimUniqueKeys checks the unique key entries among keys before suffix takes
+// them. An entry held by a live document is a conflict; one held by an expired
+// document is not (an expired document is absent for unique keys too): that
+// document is physically removed here, as the purger would.
+func (s *scope) claimUniqueKeys(tx kv.Tx, keys [][]byte, suffix []byte) error {
+	for _, k := range keys {
+		if k[0] != pfxUnique {
+			continue
+		}
+		holder, err := tx.Get(k)
+		if errors.Is(err, kv.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if bytes.Equal(holder, suffix) {
+			continue
+		}
+		holder = append([]byte(nil), holder...)
+		rec, err := lookup(tx, s.rid, holder)
+		if err != nil {
+			return err
+		}
+		if rec != nil && s.live(rec) {
+			return lethe.Errorf(lethe.CodeConflict, "Unique index constraint violation.")
+		}
+		if rec != nil {
+			if err := s.remove(tx, holder, rec); err != nil {
+				return err
+			}
+		} else if err := tx.Delete(k); err != nil { // an orphan entry
+			return err
+		}
+	}
+	return nil
+}
+
 // remove deletes a stored document and its index entries.
 func (s *scope) remove(tx kv.Tx, suffix []byte, rec *docRecord) error {
-	for _, k := range secondaryKeys(s.rid, rec) {
+	keys, err := secondaryKeys(s.l, rec)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
 		if err := tx.Delete(k); err != nil {
 			return err
 		}

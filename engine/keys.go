@@ -16,6 +16,7 @@ const (
 	pfxByTS      = 'T'
 	pfxByExpiry  = 'X'
 	pfxSeq       = 'S'
+	pfxUnique    = 'U'
 	pfxMeta      = 'M'
 )
 
@@ -27,13 +28,14 @@ const (
 	tagTrue      = 0x04
 	tagNumber    = 0x05
 	tagString    = 0x06
+	tagComposite = 0x07 // objects and arrays, by their JSON text (unique keys only)
 )
 
 var (
 	keyClock    = []byte("Mclock")
 	keyDBSeq    = []byte("Mdbseq")
 	keyCollSeq  = []byte("Mcollseq")
-	collPrefixs = []byte{pfxDoc, pfxOrder, pfxByTS, pfxByExpiry, pfxSeq}
+	collPrefixs = []byte{pfxDoc, pfxOrder, pfxByTS, pfxByExpiry, pfxSeq, pfxUnique}
 )
 
 func databaseKey(name string) []byte { return append([]byte{pfxDatabase}, name...) }

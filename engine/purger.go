@@ -222,7 +222,7 @@ func (e *Engine) purgeBatch(ctx context.Context, t purgeTarget) (int, bool, erro
 				// An entry that no longer belongs to a live document's current
 				// version (writes remove their old entries, so this only follows
 				// corruption): drop the entry itself so no pass trips on it again.
-				if rec == nil || !ownsKey(s.rid, rec, en.key) {
+				if rec == nil || !ownsKey(s.l, rec, en.key) {
 					if err := tx.Delete(en.key); err != nil {
 						return err
 					}
@@ -242,8 +242,9 @@ func (e *Engine) purgeBatch(ctx context.Context, t purgeTarget) (int, bool, erro
 	return n, more, err
 }
 
-func ownsKey(coll [8]byte, rec *docRecord, key []byte) bool {
-	for _, k := range secondaryKeys(coll, rec) {
+func ownsKey(l *layout, rec *docRecord, key []byte) bool {
+	keys, _ := secondaryKeys(l, rec)
+	for _, k := range keys {
 		if bytes.Equal(k, key) {
 			return true
 		}
