@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,6 +34,16 @@ const emulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8m
 var letheBin string
 
 func TestMain(m *testing.M) {
+	// These tests spend their time sleeping through TTLs and waiting on a
+	// separate server process, not on this process's CPUs: let more parallel
+	// tests run at once than the default (GOMAXPROCS, 2 on small machines),
+	// unless -test.parallel was given explicitly.
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		_ = flag.Set("test.parallel", "32")
+	}
 	letheBin = os.Getenv("LETHE_BIN")
 	if letheBin == "" {
 		dir, err := os.MkdirTemp("", "lethe-e2e-bin")
@@ -70,6 +81,10 @@ type server struct {
 	stderr  *lockedBuffer
 	done    chan struct{}
 	waitErr error
+
+	mu         sync.Mutex
+	transports []*http.Transport // every transport httpClient handed out
+	raw        *http.Client      // shared by do
 }
 
 type lockedBuffer struct {
@@ -149,6 +164,11 @@ func (s *server) stop(t testing.TB) {
 		return
 	default:
 	}
+	// Go's http.Server.Shutdown waits up to 5 s for connections that were
+	// dialed but never carried a request (StateNew), and Go's transport
+	// pre-dials such spares under concurrency: close the clients' idle
+	// connections first so that stopping does not wait for them.
+	s.closeIdleConnections()
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
@@ -169,9 +189,36 @@ func (s *server) kill() {
 
 // httpClient returns a client for the server (trusting its self-signed certificate).
 func (s *server) httpClient() *http.Client {
-	return &http.Client{
-		Timeout:   60 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true},
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}
+	s.mu.Lock()
+	s.transports = append(s.transports, tr)
+	s.mu.Unlock()
+	return &http.Client{Timeout: 60 * time.Second, Transport: tr}
+}
+
+// rawClient returns the client shared by raw requests.
+func (s *server) rawClient() *http.Client {
+	s.mu.Lock()
+	c := s.raw
+	s.mu.Unlock()
+	if c == nil {
+		c = s.httpClient()
+		s.mu.Lock()
+		if s.raw == nil {
+			s.raw = c
+		}
+		c = s.raw
+		s.mu.Unlock()
+	}
+	return c
+}
+
+// closeIdleConnections closes the idle connections of every client handed out.
+func (s *server) closeIdleConnections() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, tr := range s.transports {
+		tr.CloseIdleConnections()
 	}
 }
 
@@ -218,7 +265,7 @@ func (s *server) do(t testing.TB, method, path string, headers map[string]string
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := s.httpClient().Do(req)
+	resp, err := s.rawClient().Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

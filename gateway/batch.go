@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/engine"
@@ -87,6 +88,11 @@ func (s *Server) batch(w http.ResponseWriter, rq *request) {
 			st = http.StatusNoContent
 		}
 		out[i] = batchResultJSON{StatusCode: st, RequestCharge: r.Charge, ETag: r.ETag, ResourceBody: r.Body}
+		// Prefer: return=minimal (the Go SDK's default for batches without a
+		// read) drops the bodies of writes, as Cosmos DB does; reads keep theirs.
+		if rq.minimal && !strings.EqualFold(raw[i].OperationType, "read") {
+			out[i].ResourceBody = nil
+		}
 		total += r.Charge
 	}
 	rq.charge = max(total, 1)

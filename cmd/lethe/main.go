@@ -113,6 +113,7 @@ type config struct {
 	tlsKey      string
 	consistency string
 	inMemory    bool
+	noPurge     bool
 	logLevel    string
 	logFormat   string
 }
@@ -129,6 +130,9 @@ func parseServeFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.tlsKey, "tls-key", env("LETHE_TLS_KEY", ""), "private key file for --tls-cert (LETHE_TLS_KEY)")
 	fs.StringVar(&c.consistency, "consistency", env("LETHE_CONSISTENCY", "Session"), "account default consistency: Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual (LETHE_CONSISTENCY)")
 	fs.BoolVar(&c.inMemory, "in-memory", envBool("LETHE_IN_MEMORY"), "keep everything in memory and write nothing to disk: a throwaway server for test suites (LETHE_IN_MEMORY)")
+	// Expiry is decided inline on every request, so turning the purger off
+	// changes nothing clients see; tests use it to prove exactly that.
+	fs.BoolVar(&c.noPurge, "disable-purger", envBool("LETHE_DISABLE_PURGER"), "never physically delete expired documents (they stay invisible to clients): for tests of TTL semantics (LETHE_DISABLE_PURGER)")
 	fs.StringVar(&c.logLevel, "log-level", env("LETHE_LOG_LEVEL", "info"), "debug, info, warn or error (LETHE_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("LETHE_LOG_FORMAT", "text"), "text or json (LETHE_LOG_FORMAT)")
 	if err := fs.Parse(args); err != nil {
@@ -209,7 +213,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 			log.Error("close store", "err", err)
 		}
 	}()
-	eng, err := engine.Open(ctx, engine.Options{Store: store, Logger: log})
+	eng, err := engine.Open(ctx, engine.Options{Store: store, Logger: log, DisablePurger: c.noPurge})
 	if err != nil {
 		return err
 	}
