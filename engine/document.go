@@ -425,6 +425,21 @@ func parseDocBody(body []byte) (*jsonv.Object, error) {
 	return o, nil
 }
 
+// writeDocument runs one document write in a transaction at one instant and
+// shapes its result; create, upsert, replace and patch differ only in op.
+func (e *Engine) writeDocument(ctx context.Context, ref DocRef, op func(tx kv.Tx, s *scope) (*docRecord, bool, error)) (WriteResult, error) {
+	var res WriteResult
+	err := e.update(ctx, ref.DB, ref.Coll, func(tx kv.Tx, s *scope) error {
+		rec, created, err := op(tx, s)
+		if err != nil {
+			return err
+		}
+		res = WriteResult{Resource: s.resource(rec, writeCharge(len(rec.json))), Created: created}
+		return nil
+	})
+	return res, err
+}
+
 // CreateDocument creates a document. A stored but expired document with the same
 // id and partition key does not conflict: it is replaced by the new one.
 // Returns BadRequest, Conflict, EntityTooLarge or NotFound (container).
@@ -434,16 +449,10 @@ func (e *Engine) CreateDocument(ctx context.Context, ref DocRef, body []byte) (W
 	if err != nil {
 		return WriteResult{}, err
 	}
-	var res WriteResult
-	err = e.update(ctx, ref.DB, ref.Coll, func(tx kv.Tx, s *scope) error {
+	return e.writeDocument(ctx, ref, func(tx kv.Tx, s *scope) (*docRecord, bool, error) {
 		rec, err := s.createTx(e, tx, o, ref.PK)
-		if err != nil {
-			return err
-		}
-		res = WriteResult{Resource: s.resource(rec, writeCharge(len(rec.json))), Created: true}
-		return nil
+		return rec, true, err
 	})
-	return res, err
 }
 
 // UpsertDocument creates the document or replaces the live one. An expired
@@ -454,16 +463,9 @@ func (e *Engine) UpsertDocument(ctx context.Context, ref DocRef, body []byte, co
 	if err != nil {
 		return WriteResult{}, err
 	}
-	var res WriteResult
-	err = e.update(ctx, ref.DB, ref.Coll, func(tx kv.Tx, s *scope) error {
-		rec, created, err := s.upsertTx(e, tx, o, ref.PK, cond.IfMatch)
-		if err != nil {
-			return err
-		}
-		res = WriteResult{Resource: s.resource(rec, writeCharge(len(rec.json))), Created: created}
-		return nil
+	return e.writeDocument(ctx, ref, func(tx kv.Tx, s *scope) (*docRecord, bool, error) {
+		return s.upsertTx(e, tx, o, ref.PK, cond.IfMatch)
 	})
-	return res, err
 }
 
 // ReplaceDocument replaces a live document. Returns NotFound when it is absent
@@ -477,16 +479,10 @@ func (e *Engine) ReplaceDocument(ctx context.Context, ref DocRef, body []byte, c
 	if ref.PK == nil {
 		return WriteResult{}, pkRequired()
 	}
-	var res WriteResult
-	err = e.update(ctx, ref.DB, ref.Coll, func(tx kv.Tx, s *scope) error {
+	return e.writeDocument(ctx, ref, func(tx kv.Tx, s *scope) (*docRecord, bool, error) {
 		rec, err := s.replaceTx(e, tx, ref.ID, o, ref.PK, cond.IfMatch)
-		if err != nil {
-			return err
-		}
-		res = WriteResult{Resource: s.resource(rec, writeCharge(len(rec.json)))}
-		return nil
+		return rec, false, err
 	})
-	return res, err
 }
 
 // ReadDocument returns a live document. Returns NotFound when it is absent or

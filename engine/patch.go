@@ -354,18 +354,12 @@ func (s *scope) patchTx(e *Engine, tx kv.Tx, suffix []byte, ref DocRef, p *Patch
 // BadRequest for operations that do not apply.
 func (e *Engine) PatchDocument(ctx context.Context, ref DocRef, p *Patch, cond Conditions) (WriteResult, error) {
 	defer e.begin()()
-	var res WriteResult
-	err := e.update(ctx, ref.DB, ref.Coll, func(tx kv.Tx, s *scope) error {
+	return e.writeDocument(ctx, ref, func(tx kv.Tx, s *scope) (*docRecord, bool, error) {
 		suffix, err := s.refSuffix(ref)
 		if err != nil {
-			return err
+			return nil, false, err
 		}
 		rec, err := s.patchTx(e, tx, suffix, ref, p, cond.IfMatch)
-		if err != nil {
-			return err
-		}
-		res = WriteResult{Resource: s.resource(rec, writeCharge(len(rec.json)))}
-		return nil
+		return rec, false, err
 	})
-	return res, err
 }

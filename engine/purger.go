@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -115,10 +116,18 @@ func (e *Engine) PurgeStats() PurgeStats {
 // operations; the background purger does.
 func (e *Engine) Purge(ctx context.Context) (int, error) { return e.purge(ctx, false) }
 
-type purgeTarget struct{ db, coll string }
+// purgeTarget is one container in a purge pass, with where each of its expiry
+// indexes was left: scanning from the index start every batch would step over
+// the tombstones of every entry already purged, making a pass quadratic. New
+// entries never appear below a cursor: a write's _ts is now, and both cutoffs
+// are at most now.
+type purgeTarget struct {
+	db, coll string
+	cursor   map[byte][]byte // index prefix -> first key not yet scanned
+}
 
 func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
-	var targets []purgeTarget
+	var targets []*purgeTarget
 	err := e.store.View(ctx, func(r kv.Reader) error {
 		it := r.Scan([]byte{pfxContainer}, []byte{pfxContainer + 1}, false)
 		defer it.Close()
@@ -129,7 +138,7 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 			}
 			// A container with TTL off and no watermark can hold no expired document.
 			if c.TTLOn || c.Watermarks != ttl.Initial {
-				targets = append(targets, purgeTarget{c.DB, c.ID})
+				targets = append(targets, &purgeTarget{db: c.DB, coll: c.ID, cursor: map[byte][]byte{}})
 			}
 		}
 		return it.Err()
@@ -171,13 +180,14 @@ func (e *Engine) yieldToUsers(ctx context.Context) {
 
 // purgeBatch deletes up to PurgeBatch expired documents of one container and
 // reports whether more may remain.
-func (e *Engine) purgeBatch(ctx context.Context, t purgeTarget) (int, bool, error) {
+func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget) (int, bool, error) {
 	limit := e.opts.PurgeBatch
 	now, err := e.now(ctx)
 	if err != nil {
 		return 0, false, err
 	}
 	n, more := 0, false
+	var next map[byte][]byte // cursors to adopt once the batch commits
 	err = e.store.Update(ctx, func(tx kv.Tx) error {
 		n, more = 0, false
 		s, err := e.scope(tx, t.db, t.coll, now)
@@ -189,17 +199,26 @@ func (e *Engine) purgeBatch(ctx context.Context, t purgeTarget) (int, bool, erro
 		}
 		type entry struct{ key, suffix []byte }
 		var entries []entry
+		next = map[byte][]byte{}
 		collect := func(pfx byte, cut int64) error {
 			if cut == ttl.NoCut {
 				return nil
 			}
-			it := tx.Scan(collKey(pfx, s.rid), tsBound(pfx, s.rid, cut+1), false)
+			start := collKey(pfx, s.rid)
+			if c, ok := t.cursor[pfx]; ok && bytes.Compare(c, start) > 0 {
+				start = c
+			}
+			it := tx.Scan(start, tsBound(pfx, s.rid, cut+1), false)
 			defer it.Close()
+			before := len(entries)
 			for len(entries) < limit && it.Next() {
 				entries = append(entries, entry{append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...)})
 			}
 			if len(entries) >= limit && it.Next() {
 				more = true
+			}
+			if len(entries) > before {
+				next[pfx] = append(append([]byte(nil), entries[len(entries)-1].key...), 0)
 			}
 			return it.Err()
 		}
@@ -212,6 +231,25 @@ func (e *Engine) purgeBatch(ctx context.Context, t purgeTarget) (int, bool, erro
 			}
 		} else {
 			more = true
+		}
+		if len(s.l.unique) == 0 {
+			// Fast path: delete straight from the index, reading no document.
+			// Inside this serialised transaction an expiry entry always belongs
+			// to its document's current version (every write and delete removes
+			// a version's entries in the same commit; Check verifies it), and an
+			// entry at or below the cutoff is expired by construction. The
+			// document's other keys derive from the entry: the primary key from
+			// its value, the insertion-order key from its sequence number.
+			for _, en := range entries {
+				seq := binary.BigEndian.Uint64(en.key[len(en.key)-8:])
+				for _, k := range [][]byte{docKey(s.rid, en.suffix), orderKey(s.rid, seq), en.key} {
+					if err := tx.Delete(k); err != nil {
+						return err
+					}
+				}
+			}
+			n = len(entries)
+			return nil
 		}
 		for _, en := range entries {
 			rec, err := lookup(tx, s.rid, en.suffix)
@@ -238,6 +276,9 @@ func (e *Engine) purgeBatch(ctx context.Context, t purgeTarget) (int, bool, erro
 	})
 	if err == nil {
 		e.purger.purged.Add(int64(n))
+		for pfx, c := range next {
+			t.cursor[pfx] = c
+		}
 	}
 	return n, more, err
 }

@@ -273,3 +273,40 @@ func TestBackgroundPurger(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestPurgeCursorsAcrossManySmallBatches: with batches of 7, a pass resumes each
+// index where the last batch stopped, across both indexes, and still deletes
+// exactly the expired documents.
+func TestPurgeCursorsAcrossManySmallBatches(t *testing.T) {
+	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	clock := newFakeClock()
+	e, err := Open(ctx, Options{Store: store, Now: clock.Now, DisablePurger: true, PurgeBatch: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	te := &testEngine{Engine: e, t: t, clock: clock, store: store}
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":50`)
+	for i := range 60 {
+		te.fill("c", fmt.Sprintf("t%d-", i), 1, "")                           // T index, expires at +50+i
+		te.fill("c", fmt.Sprintf("x%d-", i), 1, fmt.Sprintf(`,"ttl":%d`, 20)) // X index, expires at +20+i
+		te.fill("c", fmt.Sprintf("n%d-", i), 1, `,"ttl":-1`)                  // never
+		clock.Advance(time.Second)
+	}
+	clock.Advance(40 * time.Second) // now = start+100: all X expired, T up to i=50
+	n, err := e.Purge(ctx)
+	if err != nil || n != 60+51 {
+		t.Fatalf("purge = %d, %v; want %d", n, err, 60+51)
+	}
+	if got := te.feedCount("c"); got != 60+9 {
+		t.Errorf("live documents = %d; want 69", got)
+	}
+	if err := e.Check(ctx); err != nil {
+		t.Error(err)
+	}
+}

@@ -83,3 +83,26 @@ func TestUniqueKeysIgnoreExpired(t *testing.T) {
 		t.Errorf("purge after the holder was displaced = %d, %v; want 0", n, err)
 	}
 }
+
+// TestPurgeWithUniqueKeys: the purger reads documents of containers with unique
+// keys to remove their unique entries too (Check verifies none is left behind).
+func TestPurgeWithUniqueKeys(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":10,"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/email"]}]}`)
+	for _, d := range []string{`{"id":"1","pk":"p","email":"a"}`, `{"id":"2","pk":"p","email":"b","ttl":5}`, `{"id":"3","pk":"p","email":"c","ttl":-1}`} {
+		if err := te.create("c", d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	te.clock.Advance(10 * time.Second)
+	if n, err := te.Purge(ctx); err != nil || n != 2 {
+		t.Fatalf("purge = %d, %v; want 2", n, err)
+	}
+	if err := te.create("c", `{"id":"4","pk":"p","email":"a"}`); err != nil {
+		t.Errorf("value of a purged document still taken: %v", err)
+	}
+	if err := te.create("c", `{"id":"5","pk":"p","email":"c"}`); codeOf(err) != lethe.CodeConflict {
+		t.Errorf("value of the live document free: %v", err)
+	}
+}

@@ -21,6 +21,16 @@ func (s *Server) docRef(rq *request) (engine.DocRef, error) {
 	return ref, nil
 }
 
+// refAndBody decodes the document a write names and reads its body.
+func (s *Server) refAndBody(rq *request) (engine.DocRef, []byte, error) {
+	ref, err := s.docRef(rq)
+	if err != nil {
+		return ref, nil, err
+	}
+	body, err := rq.body()
+	return ref, body, err
+}
+
 func (rq *request) conditions() engine.Conditions {
 	return engine.Conditions{IfMatch: rq.header("If-Match"), IfNoneMatch: rq.header("If-None-Match")}
 }
@@ -41,12 +51,7 @@ func (s *Server) postDocuments(w http.ResponseWriter, rq *request) {
 		s.batch(w, rq)
 		return
 	}
-	ref, err := s.docRef(rq)
-	if err != nil {
-		s.writeError(w, rq, err)
-		return
-	}
-	body, err := rq.body()
+	ref, body, err := s.refAndBody(rq)
 	if err != nil {
 		s.writeError(w, rq, err)
 		return
@@ -97,12 +102,7 @@ func (s *Server) getDocument(w http.ResponseWriter, rq *request) {
 }
 
 func (s *Server) putDocument(w http.ResponseWriter, rq *request) {
-	ref, err := s.docRef(rq)
-	if err != nil {
-		s.writeError(w, rq, err)
-		return
-	}
-	body, err := rq.body()
+	ref, body, err := s.refAndBody(rq)
 	if err != nil {
 		s.writeError(w, rq, err)
 		return
@@ -112,12 +112,7 @@ func (s *Server) putDocument(w http.ResponseWriter, rq *request) {
 }
 
 func (s *Server) patchDocument(w http.ResponseWriter, rq *request) {
-	ref, err := s.docRef(rq)
-	if err != nil {
-		s.writeError(w, rq, err)
-		return
-	}
-	body, err := rq.body()
+	ref, body, err := s.refAndBody(rq)
 	if err != nil {
 		s.writeError(w, rq, err)
 		return
