@@ -205,7 +205,9 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget) (int, bool, err
 				return nil
 			}
 			start := collKey(pfx, s.rid)
-			if c, ok := t.cursor[pfx]; ok && bytes.Compare(c, start) > 0 {
+			// A cursor counts only inside this container's index: a container
+			// dropped and re-created under the same name has a new RID.
+			if c, ok := t.cursor[pfx]; ok && bytes.HasPrefix(c, start) {
 				start = c
 			}
 			it := tx.Scan(start, tsBound(pfx, s.rid, cut+1), false)

@@ -18,15 +18,15 @@ func TestUniqueKeys(t *testing.T) {
 		}
 	}
 	must(te.create("c", `{"id":"1","pk":"p","email":"a@x","first":"A","last":"B"}`))
-	for body, want := range map[string]string{
-		`{"id":"2","pk":"p","email":"a@x","first":"C","last":"D"}`: lethe.CodeConflict, // same email
-		`{"id":"3","pk":"p","email":"b@x","first":"A","last":"B"}`: lethe.CodeConflict, // same name pair
-		`{"id":"4","pk":"p","email":"c@x","first":"A","last":"Z"}`: "OK",
-		`{"id":"5","pk":"p","first":"E","last":"F"}`:               "OK", // email missing counts as null
-		`{"id":"6","pk":"p","first":"G","last":"H"}`:               lethe.CodeConflict,
+	for _, c := range []struct{ body, want string }{ // in order: the last two compete for null
+		{`{"id":"2","pk":"p","email":"a@x","first":"C","last":"D"}`, lethe.CodeConflict}, // same email
+		{`{"id":"3","pk":"p","email":"b@x","first":"A","last":"B"}`, lethe.CodeConflict}, // same name pair
+		{`{"id":"4","pk":"p","email":"c@x","first":"A","last":"Z"}`, "OK"},
+		{`{"id":"5","pk":"p","first":"E","last":"F"}`, "OK"}, // email missing counts as null
+		{`{"id":"6","pk":"p","first":"G","last":"H"}`, lethe.CodeConflict},
 	} {
-		if err := te.create("c", body); codeOf(err) != want {
-			t.Errorf("create %s = %v; want %s", body, err, want)
+		if err := te.create("c", c.body); codeOf(err) != c.want {
+			t.Errorf("create %s = %v; want %s", c.body, err, c.want)
 		}
 	}
 	// Uniqueness is per logical partition.
