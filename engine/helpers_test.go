@@ -68,6 +68,32 @@ func newTestEngine(t *testing.T) *testEngine {
 	return te
 }
 
+// newMemStore returns an in-memory Pebble store closed when the test ends.
+func newMemStore(t *testing.T) kv.Store {
+	t.Helper()
+	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// openTestEngine opens an engine over store with a fake clock and opts; the
+// engine closes when the test ends (Close is idempotent, so tests may close it
+// earlier).
+func openTestEngine(t *testing.T, store kv.Store, opts Options) *testEngine {
+	t.Helper()
+	clock := newFakeClock()
+	opts.Store, opts.Now = store, clock.Now
+	e, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return &testEngine{Engine: e, t: t, clock: clock, store: store}
+}
+
 // reopen closes the engine (not the store) and opens a new one over the same store.
 func (te *testEngine) reopen() {
 	te.t.Helper()

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/lethe-db/lethe/kv"
-	"github.com/lethe-db/lethe/kv/pebblekv"
 )
 
 // countingStore wraps a real store and counts the keys it hands out, to measure
@@ -113,19 +112,9 @@ func TestPurgeDeletesExactlyTheExpired(t *testing.T) {
 // expired ones, a purge touches a number of keys on the order of the 40, not
 // of the container.
 func TestPurgeWorkIsProportionalToExpired(t *testing.T) {
-	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	cs := &countingStore{Store: store}
-	clock := newFakeClock()
-	e, err := Open(ctx, Options{Store: cs, Now: clock.Now, DisablePurger: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	te := &testEngine{Engine: e, t: t, clock: clock, store: cs}
+	cs := &countingStore{Store: newMemStore(t)}
+	te := openTestEngine(t, cs, Options{DisablePurger: true})
+	e, clock := te.Engine, te.clock
 	te.mustDB("db")
 	te.mustContainer("c", `"defaultTtl":1000`)
 	te.fill("c", "old", 20, "")
@@ -152,19 +141,9 @@ func TestPurgeWorkIsProportionalToExpired(t *testing.T) {
 
 // TestPurgeIsFairAcrossContainers: each container gets a batch before any gets a second.
 func TestPurgeIsFairAcrossContainers(t *testing.T) {
-	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	cs := &countingStore{Store: store}
-	clock := newFakeClock()
-	e, err := Open(ctx, Options{Store: cs, Now: clock.Now, DisablePurger: true, PurgeBatch: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	te := &testEngine{Engine: e, t: t, clock: clock, store: cs}
+	cs := &countingStore{Store: newMemStore(t)}
+	te := openTestEngine(t, cs, Options{DisablePurger: true, PurgeBatch: 10})
+	e, clock := te.Engine, te.clock
 	te.mustDB("db")
 	for _, c := range []string{"big", "small1", "small2"} {
 		te.mustContainer(c, `"defaultTtl":1`)
@@ -241,17 +220,8 @@ func TestPurgeRestartsWhereItStopped(t *testing.T) {
 }
 
 func TestBackgroundPurger(t *testing.T) {
-	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	clock := newFakeClock()
-	e, err := Open(ctx, Options{Store: store, Now: clock.Now, PurgeInterval: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	te := &testEngine{Engine: e, t: t, clock: clock, store: store}
+	te := openTestEngine(t, newMemStore(t), Options{PurgeInterval: 5 * time.Millisecond})
+	e, clock := te.Engine, te.clock
 	te.mustDB("db")
 	te.mustContainer("c", `"defaultTtl":10`)
 	te.fill("c", "d", 50, "")
@@ -278,18 +248,8 @@ func TestBackgroundPurger(t *testing.T) {
 // index where the last batch stopped, across both indexes, and still deletes
 // exactly the expired documents.
 func TestPurgeCursorsAcrossManySmallBatches(t *testing.T) {
-	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	clock := newFakeClock()
-	e, err := Open(ctx, Options{Store: store, Now: clock.Now, DisablePurger: true, PurgeBatch: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	te := &testEngine{Engine: e, t: t, clock: clock, store: store}
+	te := openTestEngine(t, newMemStore(t), Options{DisablePurger: true, PurgeBatch: 7})
+	e, clock := te.Engine, te.clock
 	te.mustDB("db")
 	te.mustContainer("c", `"defaultTtl":50`)
 	for i := range 60 {
