@@ -27,6 +27,21 @@ type collRecord struct {
 	Watermarks   ttl.Watermarks  `json:"watermarks"`
 	IndexingMode string          `json:"indexingMode"`
 	UniqueKeys   [][]string      `json:"uniqueKeys,omitempty"` // each unique key's paths
+	// IncludedPaths and ExcludedPaths are the indexing policy's paths.
+	IncludedPaths []string `json:"includedPaths,omitempty"`
+	ExcludedPaths []string `json:"excludedPaths,omitempty"`
+	// IndexBuild is set while documents written under an earlier indexing
+	// policy are being re-indexed: it holds the next sequence number to
+	// process. Queries do not use the index meanwhile, so they stay exact.
+	IndexBuild *uint64 `json:"indexBuild,omitempty"`
+}
+
+// indexUsable reports whether queries may use the container's index.
+func (c *collRecord) indexUsable() bool { return c.IndexBuild == nil && c.IndexingMode != "none" }
+
+// sameIndexing reports whether two records index documents identically.
+func sameIndexing(a, b *collRecord) bool {
+	return a.IndexingMode == b.IndexingMode && samePaths(a.IncludedPaths, b.IncludedPaths) && samePaths(a.ExcludedPaths, b.ExcludedPaths)
 }
 
 func (c *collRecord) rid() [8]byte {
@@ -210,6 +225,11 @@ func containerSettings(o *jsonv.Object, old *collRecord) (*collRecord, error) {
 		}
 	}
 	rec.IndexingMode = mode
+	_, inc, exc, err := compileIndexPolicy(ip, mode)
+	if err != nil {
+		return nil, err
+	}
+	rec.IncludedPaths, rec.ExcludedPaths = inc, exc
 
 	// Time to live.
 	var rawTTL json.RawMessage
@@ -404,6 +424,11 @@ func (e *Engine) ReplaceContainer(ctx context.Context, dbID, collID string, body
 		rec.Watermarks = old.Watermarks
 		if rec.policy() != old.policy() {
 			rec.Watermarks = old.Watermarks.Close(old.policy(), now)
+		}
+		rec.IndexBuild = old.IndexBuild
+		if !sameIndexing(rec, old) {
+			start := uint64(0) // re-index every document, from the first
+			rec.IndexBuild = &start
 		}
 		res, err = e.putContainer(tx, containerKey(db.rid(), collID), rec, o2, db, now)
 		return err

@@ -172,7 +172,7 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 		return nil, lethe.Errorf(lethe.CodeEntityTooLarge, "Request size is too large: the document is %d bytes; the limit is %d.", len(rec.json), maxDocBytes)
 	}
 	if prev != nil {
-		keys, err := secondaryKeys(s.l, prev)
+		keys, err := ownedKeys(tx, s.l, prev)
 		if err != nil {
 			return nil, err
 		}
@@ -182,17 +182,28 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 			}
 		}
 	}
-	keys, err := secondaryKeys(s.l, rec)
+	manifest, err := manifestFor(s.l, seq, o)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.claimUniqueKeys(tx, keys, p.suffix); err != nil {
+	if err := s.claimUniqueKeys(tx, manifest, p.suffix); err != nil {
 		return nil, err
 	}
 	if err := tx.Put(docKey(s.rid, p.suffix), rec.encode()); err != nil {
 		return nil, err
 	}
-	for _, k := range keys {
+	fixed := fixedKeys(s.l, rec)
+	holder := manifestHolder(fixed)
+	for _, k := range fixed {
+		v := encodeOrderValue(p.suffix, nil)
+		if bytes.Equal(k, holder) {
+			v = encodeOrderValue(p.suffix, manifest)
+		}
+		if err := tx.Put(k, v); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range manifest {
 		if err := tx.Put(k, p.suffix); err != nil {
 			return nil, err
 		}
@@ -240,7 +251,7 @@ func (s *scope) claimUniqueKeys(tx kv.Tx, keys [][]byte, suffix []byte) error {
 
 // remove deletes a stored document and its index entries.
 func (s *scope) remove(tx kv.Tx, suffix []byte, rec *docRecord) error {
-	keys, err := secondaryKeys(s.l, rec)
+	keys, err := ownedKeys(tx, s.l, rec)
 	if err != nil {
 		return err
 	}

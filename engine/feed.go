@@ -8,9 +8,7 @@ import (
 	"encoding/json"
 
 	"github.com/lethe-db/lethe"
-	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
-	"github.com/lethe-db/lethe/query"
 )
 
 // FeedOptions select one page of a container's read feed.
@@ -41,9 +39,6 @@ type FeedPage struct {
 type feedToken struct {
 	RID string `json:"rid"`
 	Seq uint64 `json:"seq"`
-	// Query is a hash of the query text (0 for a read feed), so that a token
-	// from one query used with another is refused rather than misread.
-	Query uint32 `json:"q,omitempty"`
 }
 
 func badContinuation() error {
@@ -55,13 +50,6 @@ func badContinuation() error {
 // BadRequest (continuation token).
 func (e *Engine) ReadFeed(ctx context.Context, dbID, collID string, opts FeedOptions) (FeedPage, error) {
 	defer e.begin()()
-	return e.feed(ctx, dbID, collID, opts, nil, 0)
-}
-
-// feed serves read feeds and filtered scans: documents in insertion order that
-// are live at one instant and, when filter is set, match it. queryHash binds
-// continuation tokens to the query that produced them.
-func (e *Engine) feed(ctx context.Context, dbID, collID string, opts FeedOptions, filter *query.Condition, queryHash uint32) (FeedPage, error) {
 	limit := opts.MaxItems
 	if limit <= 0 {
 		limit = defaultPage
@@ -74,7 +62,7 @@ func (e *Engine) feed(ctx context.Context, dbID, collID string, opts FeedOptions
 		if opts.Continuation != "" {
 			raw, err := base64.RawURLEncoding.DecodeString(opts.Continuation)
 			var tok feedToken
-			if err != nil || json.Unmarshal(raw, &tok) != nil || tok.RID != s.c.RID || tok.Query != queryHash {
+			if err != nil || json.Unmarshal(raw, &tok) != nil || tok.RID != s.c.RID {
 				return badContinuation()
 			}
 			after = tok.Seq
@@ -93,14 +81,17 @@ func (e *Engine) feed(ctx context.Context, dbID, collID string, opts FeedOptions
 		var last uint64
 		for it.Next() {
 			if len(page.Docs) >= limit || bytesOut >= maxPageBytes {
-				tok, _ := json.Marshal(feedToken{RID: s.c.RID, Seq: last, Query: queryHash})
+				tok, _ := json.Marshal(feedToken{RID: s.c.RID, Seq: last})
 				page.Continuation = base64.RawURLEncoding.EncodeToString(tok)
 				break
 			}
 			scanned++
 			k := it.Key()
 			last = binary.BigEndian.Uint64(k[len(k)-8:])
-			suffix := it.Value()
+			suffix, _, err := decodeOrderValue(it.Value(), nil)
+			if err != nil {
+				return err
+			}
 			if pkPrefix != nil && !bytes.HasPrefix(suffix, pkPrefix) {
 				continue
 			}
@@ -110,19 +101,6 @@ func (e *Engine) feed(ctx context.Context, dbID, collID string, opts FeedOptions
 			}
 			if rec == nil || !s.live(rec) {
 				continue
-			}
-			if filter != nil && filter.Where != nil {
-				doc, err := jsonv.ParseObject(rec.json)
-				if err != nil {
-					return err
-				}
-				ok, err := filter.Match(doc)
-				if err != nil {
-					return lethe.Errorf(lethe.CodeBadRequest, "The query could not be evaluated: %s", err.Error())
-				}
-				if !ok {
-					continue
-				}
 			}
 			page.Docs = append(page.Docs, append([]byte(nil), rec.json...))
 			bytesOut += len(rec.json)

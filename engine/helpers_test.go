@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/base64"
 	"sync"
 	"testing"
 	"time"
@@ -154,3 +155,5 @@ func (te *testEngine) mustDelete(coll, id string) {
 		te.t.Fatalf("delete %s: %v", id, err)
 	}
 }
+
+func base64Decode(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }

@@ -17,6 +17,7 @@ const (
 	pfxByExpiry  = 'X'
 	pfxSeq       = 'S'
 	pfxUnique    = 'U'
+	pfxIndex     = 'I'
 	pfxMeta      = 'M'
 )
 
@@ -29,13 +30,15 @@ const (
 	tagNumber    = 0x05
 	tagString    = 0x06
 	tagComposite = 0x07 // objects and arrays, by their JSON text (unique keys only)
+	tagArrayElem = 0x08 // the "[]" segment of an index path
+	tagContainer = 0x09 // index entry value: an object or array is at this path
 )
 
 var (
 	keyClock    = []byte("Mclock")
 	keyDBSeq    = []byte("Mdbseq")
 	keyCollSeq  = []byte("Mcollseq")
-	collPrefixs = []byte{pfxDoc, pfxOrder, pfxByTS, pfxByExpiry, pfxSeq, pfxUnique}
+	collPrefixs = []byte{pfxDoc, pfxOrder, pfxByTS, pfxByExpiry, pfxSeq, pfxUnique, pfxIndex}
 )
 
 func databaseKey(name string) []byte { return append([]byte{pfxDatabase}, name...) }

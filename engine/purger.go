@@ -85,6 +85,9 @@ func (p *purger) run() {
 		case <-timer.C:
 		}
 		_, err := p.e.purge(ctx, true)
+		if err == nil {
+			err = p.e.buildIndexesYielding(ctx)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -95,6 +98,21 @@ func (p *purger) run() {
 			backoff = interval
 		}
 		timer.Reset(backoff)
+	}
+}
+
+// buildIndexesYielding runs pending re-index batches, yielding to user
+// operations before each, until none is pending.
+func (e *Engine) buildIndexesYielding(ctx context.Context) error {
+	for {
+		e.yieldToUsers(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		_, pending, err := e.buildIndexBatch(ctx)
+		if err != nil || !pending {
+			return err
+		}
 	}
 }
 
@@ -135,6 +153,9 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 			var c collRecord
 			if err := json.Unmarshal(it.Value(), &c); err != nil {
 				return fmt.Errorf("decode container: %w", err)
+			}
+			if c.IndexBuild != nil {
+				e.purger.kick() // a re-index is pending: come back soon
 			}
 			// A container with TTL off and no watermark can hold no expired document.
 			if c.TTLOn || c.Watermarks != ttl.Initial {
@@ -197,7 +218,7 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget) (int, bool, err
 			}
 			return err
 		}
-		type entry struct{ key, suffix []byte }
+		type entry struct{ key, value []byte }
 		var entries []entry
 		next = map[byte][]byte{}
 		collect := func(pfx byte, cut int64) error {
@@ -234,46 +255,27 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget) (int, bool, err
 		} else {
 			more = true
 		}
-		if len(s.l.unique) == 0 {
-			// Fast path: delete straight from the index, reading no document.
-			// Inside this serialised transaction an expiry entry always belongs
-			// to its document's current version (every write and delete removes
-			// a version's entries in the same commit; Check verifies it), and an
-			// entry at or below the cutoff is expired by construction. The
-			// document's other keys derive from the entry: the primary key from
-			// its value, the insertion-order key from its sequence number.
-			for _, en := range entries {
-				seq := binary.BigEndian.Uint64(en.key[len(en.key)-8:])
-				for _, k := range [][]byte{docKey(s.rid, en.suffix), orderKey(s.rid, seq), en.key} {
-					if err := tx.Delete(k); err != nil {
-						return err
-					}
-				}
-			}
-			n = len(entries)
-			return nil
-		}
+		// Delete straight from the index, reading no document: inside this
+		// serialised transaction an expiry entry always belongs to its
+		// document's current version (every write and delete removes a
+		// version's entries in the same commit; Check verifies it), and an
+		// entry at or below the cutoff is expired by construction. The
+		// document's other keys come from the entry: its primary key and
+		// manifest from the value, its sequence number from the key.
 		for _, en := range entries {
-			rec, err := lookup(tx, s.rid, en.suffix)
+			seq := binary.BigEndian.Uint64(en.key[len(en.key)-8:])
+			suffix, manifest, err := decodeOrderValue(en.value, &s.rid)
 			if err != nil {
 				return err
 			}
-			if rec == nil || s.live(rec) {
-				// An entry that no longer belongs to a live document's current
-				// version (writes remove their old entries, so this only follows
-				// corruption): drop the entry itself so no pass trips on it again.
-				if rec == nil || !ownsKey(s.l, rec, en.key) {
-					if err := tx.Delete(en.key); err != nil {
-						return err
-					}
+			keys := append([][]byte{docKey(s.rid, suffix), orderKey(s.rid, seq), en.key}, manifest...)
+			for _, k := range keys {
+				if err := tx.Delete(k); err != nil {
+					return err
 				}
-				continue
 			}
-			if err := s.remove(tx, en.suffix, rec); err != nil {
-				return err
-			}
-			n++
 		}
+		n = len(entries)
 		return nil
 	})
 	if err == nil {
@@ -283,14 +285,4 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget) (int, bool, err
 		}
 	}
 	return n, more, err
-}
-
-func ownsKey(l *layout, rec *docRecord, key []byte) bool {
-	keys, _ := secondaryKeys(l, rec)
-	for _, k := range keys {
-		if bytes.Equal(k, key) {
-			return true
-		}
-	}
-	return false
 }

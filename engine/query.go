@@ -1,12 +1,18 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
 	"hash/fnv"
-	"regexp"
-	"strings"
+	"time"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/jsonv"
+	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/query"
 )
 
@@ -14,52 +20,342 @@ import (
 type QueryOptions struct {
 	// Text is the SQL query.
 	Text string
-	// PK restricts the query to one partition key value; nil queries every partition.
+	// Params binds @parameters by name, without the '@'.
+	Params map[string]jsonv.Value
+	// PK restricts the query to one partition key value; nil queries every
+	// partition. A prefix of a hierarchical key restricts it to that prefix.
 	PK lethe.PartitionKey
 	// MaxItems is the page size (0: the default of 100; at most 1000).
 	MaxItems int
 	// Continuation resumes the query after the previous page.
 	Continuation string
+	// IndexMetrics asks for the x-ms-cosmos-index-utilization report.
+	IndexMetrics bool
 }
 
-// selectStar matches the one statement shape served until the query engine
-// lands: SELECT * FROM <alias> [WHERE <expr>].
-var selectStar = regexp.MustCompile(`(?is)^\s*SELECT\s+\*\s+(FROM\b.*)$`)
+// QueryPage is one page of query results.
+type QueryPage struct {
+	// Rows are the JSON values of the page's rows.
+	Rows [][]byte
+	// Continuation resumes the query; "" when it is complete.
+	Continuation string
+	// Charge is the request charge: documents examined and rows returned.
+	Charge float64
+	// ContainerRID is the queried container's _rid ("" for resource queries).
+	ContainerRID string
+	// Examined counts the documents read to produce the page.
+	Examined int
+	// IndexMetrics is the index utilization report when it was asked for.
+	IndexMetrics string
+}
 
-// ParseQuery parses a query of the supported shape, SELECT * FROM <alias>
-// [WHERE <expr>], and returns its filter. Anything else is a BadRequest that
-// says so: no part of a query is ever silently ignored.
-func ParseQuery(text string) (*query.Condition, error) {
-	m := selectStar.FindStringSubmatchIndex(text)
-	if m == nil {
-		return nil, lethe.Errorf(lethe.CodeBadRequest, "Lethe serves only queries of the form 'SELECT * FROM c [WHERE ...]' for now; the full query language comes in a later release. Query: %s", truncate(text, 200))
+// queryToken is a decoded query continuation. It binds the page to the
+// container and to the query (text and parameters), and carries the keyset
+// cursor of the last row returned, so a later page resumes after that row
+// even if documents were written or expired in between.
+type queryToken struct {
+	RID     string `json:"rid,omitempty"`
+	Query   uint64 `json:"q"`
+	Cursor  []byte `json:"c"`
+	Emitted int    `json:"n"`
+}
+
+// queryHash identifies a query by its text and parameters.
+func queryHash(text string, params map[string]jsonv.Value) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(text))
+	if len(params) > 0 {
+		b, _ := json.Marshal(paramsForHash(params)) // sorted by name
+		h.Write(b)
 	}
-	// Blank out "SELECT *" (keeping newlines) so that error positions refer to
-	// the query as the client wrote it.
-	prefix := []byte(text[:m[2]])
-	for i, c := range prefix {
-		if c != '\n' {
-			prefix[i] = ' '
+	return h.Sum64() | 1
+}
+
+func paramsForHash(params map[string]jsonv.Value) map[string]string {
+	out := make(map[string]string, len(params))
+	for k, v := range params {
+		out[k] = string(jsonv.Marshal(v))
+	}
+	return out // encoding/json sorts map keys
+}
+
+func decodeQueryToken(s, rid string, qh uint64) (*queryToken, error) {
+	if s == "" {
+		return &queryToken{}, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	var tok queryToken
+	if err != nil || json.Unmarshal(raw, &tok) != nil || tok.RID != rid || tok.Query != qh || tok.Emitted < 0 {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "The continuation token is invalid, or belongs to another query or container.")
+	}
+	return &tok, nil
+}
+
+func encodeQueryToken(t queryToken) string {
+	b, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func parseStatement(text string) (*query.Query, error) {
+	q, err := query.Parse(text)
+	if err != nil {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "Syntax error or unsupported query: %s", err.Error())
+	}
+	return q, nil
+}
+
+// queryWorkLimit bounds the bindings (documents, JOIN and IN elements,
+// subquery rows) one query page may make, so a cross product of large arrays
+// cannot occupy the server without end.
+const queryWorkLimit = 20_000_000
+
+func pageSize(n int) int {
+	if n <= 0 {
+		return defaultPage
+	}
+	return min(n, maxPage)
+}
+
+// QueryDocuments runs a query over a container's documents live at the
+// request's instant and returns one page. Each page judges expiry at its own
+// request's instant (one now per request): a query never returns a document
+// expired when its page is served, and keyset continuations mean a document
+// that expires between pages drops out without shifting later rows.
+// Returns BadRequest (syntax, unsupported, parameters, continuation),
+// NotFound (container).
+func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts QueryOptions) (QueryPage, error) {
+	defer e.begin()()
+	q, err := parseStatement(opts.Text)
+	if err != nil {
+		return QueryPage{}, err
+	}
+	now, err := e.now(ctx)
+	if err != nil {
+		return QueryPage{}, err
+	}
+	qh := queryHash(opts.Text, opts.Params)
+	var out QueryPage
+	err = e.store.View(ctx, func(r kv.Reader) error {
+		s, err := e.scope(r, dbID, collID, now)
+		if err != nil {
+			return err
+		}
+		tok, err := decodeQueryToken(opts.Continuation, s.c.RID, qh)
+		if err != nil {
+			return err
+		}
+		src, plan, err := s.querySource(r, q, opts)
+		if err != nil {
+			return err
+		}
+		defer src.close()
+		if tok.Cursor != nil {
+			if seq, ok := q.ResumeSeq(tok.Cursor); ok {
+				src.seek(seq)
+			}
+		}
+		page, err := q.Execute(src, query.ExecOptions{
+			Params: opts.Params, Now: time.Unix(now, 0).UTC(), PageSize: pageSize(opts.MaxItems),
+			After: tok.Cursor, Emitted: tok.Emitted, WorkLimit: queryWorkLimit,
+		})
+		if err != nil {
+			return queryError(err)
+		}
+		examined, err := src.stats()
+		if err != nil {
+			return err
+		}
+		out = QueryPage{Rows: page.Rows, ContainerRID: s.c.RID, Examined: examined}
+		if opts.IndexMetrics {
+			out.IndexMetrics = indexMetrics(plan)
+		}
+		if page.More {
+			out.Continuation = encodeQueryToken(queryToken{RID: s.c.RID, Query: qh, Cursor: page.Last, Emitted: page.Emitted})
+		}
+		bytesOut := 0
+		for _, row := range page.Rows {
+			bytesOut += len(row)
+		}
+		out.Charge = 2 + float64(examined)*0.05 + readCharge(bytesOut)
+		return nil
+	})
+	return out, err
+}
+
+// querySource picks how a query reads the container: an index plan when the
+// index is usable and a WHERE conjunct can use it, else a scan in insertion
+// order. Partition scoping (a full key or a hierarchical prefix) applies either way.
+func (s *scope) querySource(r kv.Reader, q *query.Query, opts QueryOptions) (querySource, *indexPlan, error) {
+	var pkPrefix []byte
+	if opts.PK != nil {
+		if len(opts.PK) > len(s.c.PKPaths) {
+			return nil, nil, pkMismatch()
+		}
+		pk := opts.PK
+		if len(pk) == 0 {
+			var err error
+			if pk, err = normalizePK(pk, s.c.PKPaths); err != nil {
+				return nil, nil, err
+			}
+		}
+		pkPrefix = appendTuple(nil, pk)
+	}
+	if s.c.indexUsable() {
+		if plan, ok := s.planIndex(filtersFromHints(q.Hints(opts.Params))); ok {
+			src, err := s.indexSource(r, plan, pkPrefix)
+			return src, plan, err
 		}
 	}
-	cond, err := query.ParseCondition(string(prefix) + text[m[2]:])
-	if err != nil {
-		return nil, lethe.Errorf(lethe.CodeBadRequest, "The query is invalid or uses what Lethe does not support yet: %s", err.Error())
-	}
-	return cond, nil
+	src := &docSource{s: s, r: r, pkPrefix: pkPrefix}
+	src.seek(0)
+	return src, nil, nil
 }
 
-// QueryDocuments runs a SELECT * query over a container's live documents and
-// returns one page, in insertion order. Expired documents never match.
-// Returns BadRequest for unsupported queries and bad continuations, NotFound
-// for a missing container.
-func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts QueryOptions) (FeedPage, error) {
-	defer e.begin()()
-	cond, err := ParseQuery(opts.Text)
-	if err != nil {
-		return FeedPage{}, err
+// queryError turns an execution failure into a BadRequest: the query, not the
+// server, is at fault (a missing parameter, a type the language refuses).
+func queryError(err error) error {
+	if errors.Is(err, query.ErrWorkLimit) {
+		return lethe.Errorf(lethe.CodeBadRequest, "The query needs more work than one request may do (JOIN or IN over large arrays, or correlated subqueries); narrow it with a filter or a partition key.")
 	}
-	h := fnv.New32a()
-	h.Write([]byte(strings.TrimSpace(opts.Text)))
-	return e.feed(ctx, dbID, collID, FeedOptions{PK: opts.PK, MaxItems: opts.MaxItems, Continuation: opts.Continuation}, cond, h.Sum32()|1)
+	if lethe.ErrorCode(err) != lethe.CodeInternal {
+		return err
+	}
+	return lethe.Errorf(lethe.CodeBadRequest, "The query could not be executed: %s", err.Error())
+}
+
+// docSource yields a container's live documents in insertion order, optionally
+// within one partition key (or hierarchical key prefix). It implements
+// query.Source and hands out each document's stored JSON for SELECT *.
+type docSource struct {
+	s        *scope
+	r        kv.Reader
+	it       kv.Iterator
+	pkPrefix []byte
+	examined int
+	raw      []byte
+	err      error
+}
+
+// seek restarts the scan at the document with sequence number seq.
+func (d *docSource) seek(seq uint64) {
+	if d.it != nil {
+		d.it.Close()
+	}
+	d.it = d.r.Scan(orderKey(d.s.rid, seq), kv.PrefixEnd(collKey(pfxOrder, d.s.rid)), false)
+}
+
+func (d *docSource) close() {
+	if d.it != nil {
+		d.it.Close()
+	}
+}
+
+// Next implements query.Source.
+func (d *docSource) Next() (*jsonv.Object, uint64, bool, error) {
+	for d.it.Next() {
+		k := d.it.Key()
+		seq := binary.BigEndian.Uint64(k[len(k)-8:])
+		suffix, _, err := decodeOrderValue(d.it.Value(), nil)
+		if err != nil {
+			d.err = err
+			return nil, 0, false, err
+		}
+		if d.pkPrefix != nil && !bytes.HasPrefix(suffix, d.pkPrefix) {
+			continue
+		}
+		rec, err := lookup(d.r, d.s.rid, suffix)
+		if err != nil {
+			d.err = err
+			return nil, 0, false, err
+		}
+		if rec == nil || rec.seq != seq || !d.s.live(rec) {
+			continue
+		}
+		d.examined++
+		o, err := jsonv.ParseObject(rec.json)
+		if err != nil {
+			d.err = err
+			return nil, 0, false, err
+		}
+		d.raw = rec.json
+		return o, seq, true, nil
+	}
+	if err := d.it.Err(); err != nil {
+		d.err = err
+		return nil, 0, false, err
+	}
+	return nil, 0, false, nil
+}
+
+// Raw returns the stored JSON of the document Next returned last.
+func (d *docSource) Raw() []byte { return d.raw }
+
+// sliceSource yields resources (databases, containers, offers) for queries
+// over feeds other than documents.
+type sliceSource struct {
+	items [][]byte
+	i     int
+	raw   []byte
+}
+
+func (s *sliceSource) Next() (*jsonv.Object, uint64, bool, error) {
+	for s.i < len(s.items) {
+		b := s.items[s.i]
+		s.i++
+		o, err := jsonv.ParseObject(b)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		s.raw = b
+		return o, uint64(s.i), true, nil
+	}
+	return nil, 0, false, nil
+}
+
+func (s *sliceSource) Raw() []byte { return s.raw }
+
+// QueryResources runs a query over a list of resource bodies (the databases
+// feed, a database's containers, the offers) and returns one page.
+func (e *Engine) QueryResources(ctx context.Context, items []Resource, opts QueryOptions) (QueryPage, error) {
+	q, err := parseStatement(opts.Text)
+	if err != nil {
+		return QueryPage{}, err
+	}
+	now, err := e.now(ctx)
+	if err != nil {
+		return QueryPage{}, err
+	}
+	qh := queryHash(opts.Text, opts.Params)
+	tok, err := decodeQueryToken(opts.Continuation, "", qh)
+	if err != nil {
+		return QueryPage{}, err
+	}
+	src := &sliceSource{items: bodies(items)}
+	page, err := q.Execute(src, query.ExecOptions{
+		Params: opts.Params, Now: time.Unix(now, 0).UTC(), PageSize: pageSize(opts.MaxItems),
+		After: tok.Cursor, Emitted: tok.Emitted, WorkLimit: queryWorkLimit,
+	})
+	if err != nil {
+		return QueryPage{}, queryError(err)
+	}
+	out := QueryPage{Rows: page.Rows, Examined: page.Examined, Charge: 1 + float64(len(items))*0.01}
+	if page.More {
+		out.Continuation = encodeQueryToken(queryToken{Query: qh, Cursor: page.Last, Emitted: page.Emitted})
+	}
+	return out, nil
+}
+
+func bodies(list []Resource) [][]byte {
+	out := make([][]byte, len(list))
+	for i, r := range list {
+		out[i] = r.Body
+	}
+	return out
+}
+
+// CheckQuery parses a query without running it, for query-plan requests.
+// Returns BadRequest with the position of the first problem.
+func CheckQuery(text string) error {
+	_, err := parseStatement(text)
+	return err
 }

@@ -1,54 +1,178 @@
 package engine
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/jsonv"
 )
 
-func TestParseQueryShapes(t *testing.T) {
-	for _, ok := range []string{"SELECT * FROM c", "select *\nfrom root r where r.x = 1", "  SELECT * FROM c WHERE c.a.b IN ('x', 'y') AND NOT IS_DEFINED(c.z)"} {
-		if _, err := ParseQuery(ok); err != nil {
-			t.Errorf("ParseQuery(%q) = %v", ok, err)
+// queryAll runs a query to completion with the given page size and returns
+// every row's JSON.
+func (te *testEngine) queryAll(coll, text string, params map[string]jsonv.Value, pageSize int) []string {
+	te.t.Helper()
+	var rows []string
+	cont := ""
+	for pages := 0; ; pages++ {
+		if pages > 10_000 {
+			te.t.Fatalf("query %q does not terminate", text)
 		}
-	}
-	for _, bad := range []string{"", "SELECT c.id FROM c", "SELECT VALUE COUNT(1) FROM c", "SELECT * FROM c ORDER BY c.id", "SELECT * FROM c WHERE", "SELECT * FROM c WHERE c.a = @p", "DELETE FROM c"} {
-		if _, err := ParseQuery(bad); lethe.ErrorCode(err) != lethe.CodeBadRequest {
-			t.Errorf("ParseQuery(%q) = %v; want BadRequest", bad, err)
+		page, err := te.QueryDocuments(ctx, "db", coll, QueryOptions{Text: text, Params: params, MaxItems: pageSize, Continuation: cont})
+		if err != nil {
+			te.t.Fatalf("query %q: %v", text, err)
 		}
-	}
-	// Positions refer to the query as written.
-	_, err := ParseQuery("SELECT * FROM c WHERE c.a = )")
-	if msg := lethe.ErrorMessage(err); !strings.Contains(msg, "1:29") {
-		t.Errorf("error position: %s; want 1:29", msg)
+		for _, r := range page.Rows {
+			rows = append(rows, string(r))
+		}
+		if cont = page.Continuation; cont == "" {
+			return rows
+		}
 	}
 }
 
-func TestQueryDocuments(t *testing.T) {
+// TestIndexedQueriesEqualScans: the same random documents in a container with
+// the default (index everything) policy and in one with indexing mode none
+// answer every query identically, at every page size.
+func TestIndexedQueriesEqualScans(t *testing.T) {
 	te := newTestEngine(t)
 	te.mustDB("db")
-	te.mustContainer("c", `"defaultTtl":-1`)
-	for _, d := range []string{`{"id":"1","pk":"p","n":1}`, `{"id":"2","pk":"p","n":2,"ttl":5}`, `{"id":"3","pk":"p","n":3}`, `{"id":"4","pk":"p","n":4}`} {
-		if err := te.create("c", d); err != nil {
+	te.mustContainer("idx", "")
+	te.mustContainer("scan", `"indexingPolicy":{"indexingMode":"none","automatic":false}`)
+	rng := rand.New(rand.NewPCG(3, 4))
+	vals := []string{`1`, `2`, `3`, `"a"`, `"b"`, `"ab"`, `true`, `null`, `[1]`, `{"k":1}`}
+	for i := range 200 {
+		body := fmt.Sprintf(`{"id":"d%03d","pk":"p","n":%d`, i, rng.IntN(20))
+		if rng.IntN(4) > 0 {
+			body += `,"v":` + vals[rng.IntN(len(vals))]
+		}
+		body += fmt.Sprintf(`,"s":"%c%d","o":{"w":%s}}`, 'a'+rune(rng.IntN(4)), rng.IntN(10), vals[rng.IntN(len(vals))])
+		for _, c := range []string{"idx", "scan"} {
+			if err := te.create(c, body); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	queries := []string{
+		"SELECT c.id, c.v FROM c WHERE c.n = 3",
+		"SELECT VALUE c.id FROM c WHERE c.n = @n",
+		"SELECT c.id FROM c WHERE c.v = 'a'",
+		"SELECT c.id FROM c WHERE c.v = true",
+		"SELECT c.id FROM c WHERE c.v = null",
+		"SELECT c.id FROM c WHERE c.n IN (1, 5, 7) AND c.s >= 'b'",
+		"SELECT c.id FROM c WHERE c.n > 15",
+		"SELECT c.id FROM c WHERE c.n BETWEEN 3 AND 6",
+		"SELECT c.id FROM c WHERE c.s < 'b5'",
+		"SELECT c.id FROM c WHERE STARTSWITH(c.s, 'c')",
+		"SELECT c.id FROM c WHERE IS_DEFINED(c.v)",
+		"SELECT c.id FROM c WHERE IS_DEFINED(c.o.w)",
+		"SELECT c.id FROM c WHERE c.o.w = 1",
+		"SELECT VALUE COUNT(1) FROM c WHERE c.n < 10",
+		"SELECT c.n, COUNT(1) AS k FROM c WHERE c.n > 12 GROUP BY c.n",
+		"SELECT c.id, c.n FROM c WHERE c.n >= 5 ORDER BY c.n DESC, c.id",
+		"SELECT DISTINCT VALUE c.n FROM c WHERE c.n < 4",
+		"SELECT TOP 7 c.id FROM c WHERE c.n > 2",
+		"SELECT c.id FROM c WHERE c.n > 2 OFFSET 5 LIMIT 6",
+		"SELECT c.id FROM c WHERE c.v IN ('zz')",
+	}
+	params := map[string]jsonv.Value{"n": jsonv.Number("4")}
+	for _, q := range queries {
+		want := te.queryAll("scan", q, params, 1000)
+		for _, size := range []int{1, 3, 50} {
+			if got := te.queryAll("idx", q, params, size); !slices.Equal(got, want) {
+				t.Errorf("%s, page size %d:\n indexed (%d rows) %.300v\n scan    (%d rows) %.300v", q, size, len(got), got, len(want), want)
+			}
+		}
+	}
+}
+
+// TestQueriesNeverSeeExpired: expired documents are absent from rows, counts,
+// aggregates, groups and DISTINCT, indexed or not, before any purge.
+func TestQueriesNeverSeeExpired(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":100`)
+	te.fill("c", "long", 5, `,"kind":"x","n":1`)
+	te.fill("c", "short", 7, `,"kind":"x","n":1,"ttl":10`)
+	te.clock.Advance(10 * time.Second)
+	checks := map[string][]string{
+		"SELECT VALUE COUNT(1) FROM c":                                        {"5"},
+		"SELECT VALUE COUNT(1) FROM c WHERE c.kind = 'x'":                     {"5"},
+		"SELECT VALUE SUM(c.n) FROM c WHERE c.n = 1":                          {"5"},
+		"SELECT c.kind, COUNT(1) AS k FROM c GROUP BY c.kind":                 {`{"kind":"x","k":5}`},
+		"SELECT DISTINCT VALUE c.kind FROM c WHERE STARTSWITH(c.id, 'short')": nil,
+		"SELECT VALUE c.id FROM c WHERE c.ttl = 10":                           nil,
+	}
+	for q, want := range checks {
+		if got := te.queryAll("c", q, nil, 2); !slices.Equal(got, want) {
+			t.Errorf("%s = %v; want %v", q, got, want)
+		}
+	}
+}
+
+// TestIndexUseIsProportionalToRows: an equality query on an indexed path reads
+// only the matching documents, and reports the index it used.
+func TestIndexUseIsProportionalToRows(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", "")
+	for i := range 2000 {
+		if err := te.create("c", fmt.Sprintf(`{"id":"d%d","pk":"p","k":%d}`, i, i%200)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	te.clock.Advance(5 * time.Second) // "2" expires
-	q := "SELECT * FROM c WHERE c.n >= 2"
-	page, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: q, MaxItems: 1})
-	if err != nil || len(page.Docs) != 1 || !containsID(page.Docs[0], "3") || page.Continuation == "" {
-		t.Fatalf("first page: %d docs, cont %q, %v", len(page.Docs), page.Continuation, err)
+	page, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: "SELECT * FROM c WHERE c.k = 7", IndexMetrics: true})
+	if err != nil {
+		t.Fatal(err)
 	}
-	next, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: q, MaxItems: 1, Continuation: page.Continuation})
-	if err != nil || len(next.Docs) != 1 || !containsID(next.Docs[0], "4") {
-		t.Fatalf("second page: %d docs, %v", len(next.Docs), err)
+	if len(page.Rows) != 10 || page.Examined > 20 {
+		t.Errorf("equality query: %d rows, %d examined; want 10 rows, about 10 examined", len(page.Rows), page.Examined)
 	}
-	if _, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: "SELECT * FROM c", Continuation: page.Continuation}); lethe.ErrorCode(err) != lethe.CodeBadRequest {
-		t.Errorf("continuation of another query = %v; want BadRequest", err)
+	if !strings.Contains(decodeMetrics(t, page.IndexMetrics), `"IndexSpec":"/k/?"`) {
+		t.Errorf("index metrics = %s", decodeMetrics(t, page.IndexMetrics))
 	}
-	if _, err := te.ReadFeed(ctx, "db", "c", FeedOptions{Continuation: page.Continuation}); lethe.ErrorCode(err) != lethe.CodeBadRequest {
-		t.Errorf("query continuation used on the read feed = %v; want BadRequest", err)
+	scan, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: "SELECT * FROM c WHERE c.k + 0 = 7", IndexMetrics: true})
+	if err != nil || len(scan.Rows) != 10 || scan.Examined != 2000 {
+		t.Errorf("non-indexable query: %d rows, %d examined, %v", len(scan.Rows), scan.Examined, err)
+	}
+}
+
+func decodeMetrics(t *testing.T, s string) string {
+	t.Helper()
+	b, err := base64Decode(s)
+	if err != nil {
+		t.Fatalf("index metrics %q: %v", s, err)
+	}
+	return string(b)
+}
+
+func TestQueryContinuationsAreBound(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", "")
+	te.mustContainer("other", "")
+	te.fill("c", "d", 5, "")
+	page, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: "SELECT * FROM c", MaxItems: 2})
+	if err != nil || page.Continuation == "" {
+		t.Fatalf("first page: %v", err)
+	}
+	for _, o := range []QueryOptions{
+		{Text: "SELECT c.id FROM c", Continuation: page.Continuation},
+		{Text: "SELECT * FROM c WHERE c.x = @x", Params: map[string]jsonv.Value{"x": "1"}, Continuation: page.Continuation},
+		{Text: "SELECT * FROM c", Continuation: "bm90IGEgdG9rZW4"},
+	} {
+		if _, err := te.QueryDocuments(ctx, "db", "c", o); lethe.ErrorCode(err) != lethe.CodeBadRequest {
+			t.Errorf("%q with a foreign continuation = %v; want BadRequest", o.Text, err)
+		}
+	}
+	if _, err := te.QueryDocuments(ctx, "db", "other", QueryOptions{Text: "SELECT * FROM c", Continuation: page.Continuation}); lethe.ErrorCode(err) != lethe.CodeBadRequest {
+		t.Errorf("continuation in another container = %v", err)
+	}
+	if _, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: "SELECT * FROM c WHERE"}); lethe.ErrorCode(err) != lethe.CodeBadRequest || !strings.Contains(lethe.ErrorMessage(err), "1:") {
+		t.Errorf("syntax error = %v; want BadRequest with a position", err)
 	}
 }

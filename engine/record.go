@@ -1,12 +1,16 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"unicode/utf8"
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/jsonv"
+	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/ttl"
 )
 
@@ -52,15 +56,16 @@ func decodeDoc(v []byte) (docRecord, error) {
 func (r *docRecord) etag() string { return etagFor(r.lsn) }
 
 // layout is what a container's key structure depends on: its RID, its
-// partition key paths, and the paths of each of its unique keys.
+// partition key paths, its indexing policy, and the paths of its unique keys.
 type layout struct {
 	rid     [8]byte
 	pkPaths []string
+	index   *indexPolicy
 	unique  [][][]string // unique key -> its paths -> path segments
 }
 
 func (c *collRecord) layout() *layout {
-	l := &layout{rid: c.rid(), pkPaths: c.PKPaths}
+	l := &layout{rid: c.rid(), pkPaths: c.PKPaths, index: policyFromPaths(c.IndexingMode, c.IncludedPaths, c.ExcludedPaths)}
 	for _, uk := range c.UniqueKeys {
 		var paths [][]string
 		for _, p := range uk {
@@ -72,11 +77,10 @@ func (c *collRecord) layout() *layout {
 	return l
 }
 
-// secondaryKeys returns every key besides the primary one that the document
-// owns: its insertion-order entry, its expiry index entry and its unique key
-// entries. Every write and delete goes through here, so index entries never
-// outlive their document.
-func secondaryKeys(l *layout, r *docRecord) ([][]byte, error) {
+// fixedKeys returns the keys every document version owns besides its primary
+// key: its insertion-order entry and its expiry index entry, both derived from
+// the record's header.
+func fixedKeys(l *layout, r *docRecord) [][]byte {
 	keys := [][]byte{orderKey(l.rid, r.seq)}
 	switch r.own.Kind {
 	case ttl.OwnNone:
@@ -84,23 +88,109 @@ func secondaryKeys(l *layout, r *docRecord) ([][]byte, error) {
 	case ttl.OwnSeconds:
 		keys = append(keys, tsKey(pfxByExpiry, l.rid, r.ts+r.own.Seconds, r.seq))
 	}
-	uks, err := uniqueKeys(l, r.json)
+	return keys
+}
+
+// manifestFor returns the secondary index and unique key entries of a document
+// version: what its insertion-order entry lists in its manifest, so that the
+// version can be removed without parsing its JSON.
+func manifestFor(l *layout, seq uint64, o *jsonv.Object) ([][]byte, error) {
+	keys := indexEntries(nil, l, seq, o)
+	uks, err := uniqueKeys(l, o)
 	if err != nil {
 		return nil, err
 	}
-	return append(keys, uks...), nil
+	keys = append(keys, uks...)
+	slices.SortFunc(keys, bytes.Compare)
+	return slices.CompactFunc(keys, bytes.Equal), nil
+}
+
+// indexEntries appends the secondary index entries of a document:
+// I <collRid> <path> <value> <seq> for each scalar value at an indexed path.
+// Array elements are addressed by the "[]" segment, as in Cosmos DB.
+func indexEntries(keys [][]byte, l *layout, seq uint64, o *jsonv.Object) [][]byte {
+	if l.index == nil || l.index.none {
+		return keys
+	}
+	var path []string
+	var walk func(v jsonv.Value)
+	walk = func(v jsonv.Value) {
+		switch t := v.(type) {
+		case *jsonv.Object:
+			if len(path) > 0 && l.index.indexed(path) {
+				keys = append(keys, indexKey(l.rid, path, containerMarker{}, seq))
+			}
+			for i := range t.Len() {
+				k := t.Key(i)
+				if len(path) == 0 && (k == "_self" || k == "_attachments" || k == "_etag") {
+					continue // bookkeeping nobody filters on
+				}
+				path = append(path, k)
+				walk(t.Val(i))
+				path = path[:len(path)-1]
+			}
+		case []jsonv.Value:
+			if l.index.indexed(path) {
+				keys = append(keys, indexKey(l.rid, path, containerMarker{}, seq))
+			}
+			path = append(path, arrayElem)
+			for _, e := range t {
+				walk(e)
+			}
+			path = path[:len(path)-1]
+		default:
+			if l.index.indexed(path) {
+				keys = append(keys, indexKey(l.rid, path, t, seq))
+			}
+		}
+	}
+	walk(o)
+	return keys
+}
+
+// indexPrefix returns I <collRid> <path>: every entry of one path.
+func indexPrefix(coll [8]byte, path []string) []byte {
+	k := collKey(pfxIndex, coll)
+	k = append(k, byte(len(path)))
+	for _, s := range path {
+		if s == arrayElem {
+			k = append(k, tagArrayElem)
+		} else {
+			k = appendString(k, s)
+		}
+	}
+	return k
+}
+
+// maxIndexedString is how many bytes of a string an index entry keeps. Longer
+// strings share entries with every string of the same prefix; queries stay
+// exact because every candidate is re-checked against the full WHERE clause.
+const maxIndexedString = 128
+
+func indexKey(coll [8]byte, path []string, v jsonv.Value, seq uint64) []byte {
+	k := appendValue(indexPrefix(coll, path), indexedValue(v))
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+// indexedValue is the value an index entry records: strings are cut to
+// maxIndexedString bytes (at a UTF-8 boundary).
+func indexedValue(v jsonv.Value) jsonv.Value {
+	if s, ok := v.(string); ok && len(s) > maxIndexedString {
+		n := maxIndexedString
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		return s[:n]
+	}
+	return v
 }
 
 // uniqueKeys returns the document's unique key entries:
 // U <collRid> <pk tuple> <key ordinal> <value tuple>. A missing value counts as
 // null, as in Cosmos DB (sparse unique keys are not supported).
-func uniqueKeys(l *layout, doc []byte) ([][]byte, error) {
+func uniqueKeys(l *layout, o *jsonv.Object) ([][]byte, error) {
 	if len(l.unique) == 0 {
 		return nil, nil
-	}
-	o, err := jsonv.ParseObject(doc)
-	if err != nil {
-		return nil, fmt.Errorf("parse stored document: %w", err)
 	}
 	pk, err := extractPK(o, l.pkPaths)
 	if err != nil {
@@ -133,10 +223,17 @@ func valueAt(o *jsonv.Object, segs []string) jsonv.Value {
 	return cur
 }
 
+// containerMarker is the value of the index entry that says "an object or an
+// array is here": it makes IS_DEFINED answerable from the index for paths that
+// hold more than scalars.
+type containerMarker struct{}
+
 // appendValue encodes any JSON value as one tuple component; objects and
 // arrays are encoded by their compact JSON text.
 func appendValue(b []byte, v jsonv.Value) []byte {
 	switch t := v.(type) {
+	case containerMarker:
+		return append(b, tagContainer)
 	case jsonv.Number:
 		return appendTuple(b, lethe.PartitionKey{t.Float64()})
 	case nil, bool, string:
@@ -144,3 +241,72 @@ func appendValue(b []byte, v jsonv.Value) []byte {
 	}
 	return appendString(append(b, tagComposite), string(jsonv.Marshal(v)))
 }
+
+// Insertion-order and expiry entries hold the document's primary suffix,
+// length-prefixed; the manifest holder (see manifestHolder) follows it with the
+// manifest: every index and unique key entry the version owns, each as its
+// structure byte, a length and the key after <structure><collRid>.
+
+func encodeOrderValue(suffix []byte, manifest [][]byte) []byte {
+	n := binary.MaxVarintLen64 * (2 + len(manifest))
+	n += len(suffix)
+	for _, k := range manifest {
+		n += len(k)
+	}
+	b := make([]byte, 0, n)
+	b = binary.AppendUvarint(b, uint64(len(suffix)))
+	b = append(b, suffix...)
+	for _, k := range manifest {
+		b = append(b, k[0])
+		b = binary.AppendUvarint(b, uint64(len(k)-9))
+		b = append(b, k[9:]...)
+	}
+	return b
+}
+
+// decodeOrderValue returns the suffix and, when coll is not nil, the manifest's keys.
+func decodeOrderValue(v []byte, coll *[8]byte) (suffix []byte, manifest [][]byte, err error) {
+	n, w := binary.Uvarint(v)
+	if w <= 0 || uint64(len(v)-w) < n {
+		return nil, nil, errCorruptRecord
+	}
+	suffix, v = v[w:w+int(n)], v[w+int(n):]
+	if coll == nil {
+		return suffix, nil, nil
+	}
+	for len(v) > 0 {
+		pfx := v[0]
+		n, w := binary.Uvarint(v[1:])
+		if w <= 0 || uint64(len(v)-1-w) < n {
+			return nil, nil, errCorruptRecord
+		}
+		k := collKey(pfx, *coll)
+		manifest = append(manifest, append(k, v[1+w:1+w+int(n)]...))
+		v = v[1+w+int(n):]
+	}
+	return suffix, manifest, nil
+}
+
+// ownedKeys returns every key of a stored document version besides its primary
+// key, reading its manifest from the entry that holds it.
+func ownedKeys(r kv.Reader, l *layout, rec *docRecord) ([][]byte, error) {
+	keys := fixedKeys(l, rec)
+	v, err := r.Get(manifestHolder(keys))
+	if errors.Is(err, kv.ErrNotFound) {
+		return keys, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, manifest, err := decodeOrderValue(v, &l.rid)
+	if err != nil {
+		return nil, err
+	}
+	return append(keys, manifest...), nil
+}
+
+// manifestHolder picks, among a version's fixed keys, the entry whose value
+// carries the manifest: the expiry entry when there is one (the purger reads
+// those in order, so it deletes documents without a single point read), else
+// the insertion-order entry (documents with ttl -1 are never purged).
+func manifestHolder(fixed [][]byte) []byte { return fixed[len(fixed)-1] }

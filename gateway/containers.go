@@ -9,7 +9,12 @@ import (
 
 func (s *Server) postContainers(w http.ResponseWriter, rq *request) {
 	if isQuery(rq) {
-		s.writeError(w, rq, queriesNotSupported())
+		list, err := s.opts.Engine.ListContainers(rq.r.Context(), rq.segs[1])
+		if err != nil {
+			s.writeError(w, rq, err)
+			return
+		}
+		s.queryResources(w, rq, list, "DocumentCollections")
 		return
 	}
 	if rq.header("x-ms-offer-throughput") != "" || rq.header("x-ms-cosmos-offer-autopilot-settings") != "" {
@@ -110,6 +115,10 @@ func (s *Server) getPartitionKeyRanges(w http.ResponseWriter, rq *request) {
 // "no provisioned throughput") and reads or replaces of an offer are 404.
 func (s *Server) offers(w http.ResponseWriter, rq *request) {
 	rq.charge = 1
+	if len(rq.segs) == 1 && isQuery(rq) {
+		s.queryResources(w, rq, nil, "Offers")
+		return
+	}
 	if len(rq.segs) == 1 {
 		rq.writeFeed(w, "", "Offers", nil)
 		return

@@ -3,7 +3,6 @@ package gateway
 import (
 	"net/http"
 
-	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/engine"
 )
 
@@ -12,13 +11,14 @@ func isQuery(rq *request) bool {
 	return len(ct) >= 22 && ct[:22] == "application/query+json"
 }
 
-func queriesNotSupported() error {
-	return lethe.Errorf(lethe.CodeBadRequest, "Lethe does not support queries over databases or containers yet; they come with the query engine.")
-}
-
 func (s *Server) postDatabases(w http.ResponseWriter, rq *request) {
 	if isQuery(rq) {
-		s.writeError(w, rq, queriesNotSupported())
+		list, err := s.opts.Engine.ListDatabases(rq.r.Context())
+		if err != nil {
+			s.writeError(w, rq, err)
+			return
+		}
+		s.queryResources(w, rq, list, "Databases")
 		return
 	}
 	body, err := rq.body()

@@ -265,11 +265,11 @@ func (*BetweenExpr) exprNode()  {}
 func (*LikeExpr) exprNode()     {}
 func (*CondExpr) exprNode()     {}
 
-// A FromClause names the documents a query ranges over and the alias that
-// refers to each one: FROM c, FROM root r, FROM products AS p. Only the
-// alias can be referenced; when there is no separate alias the source name is
-// the alias (FROM c). Path sources (FROM c.children) and JOIN come with
-// SELECT support.
+// A FromClause is the FROM clause of a patch condition: it names the
+// documents the condition ranges over and the alias that refers to each one:
+// FROM c, FROM root r, FROM products AS p. Only the alias can be referenced;
+// when there is no separate alias the source name is the alias (FROM c).
+// SELECT statements have richer sources (paths, IN, JOIN), in stmt.go.
 type FromClause struct {
 	From   Pos
 	Source *Ident

@@ -18,6 +18,7 @@ type function struct {
 	minArgs int
 	maxArgs int // -1: any number from minArgs up
 	call    func(args []jsonv.Value) jsonv.Value
+	callNow nowFunc // if set, called instead of call with Env.Now (builtin_now.go)
 }
 
 // builtins maps the ASCII upper-case name to each function. It is filled by

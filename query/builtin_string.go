@@ -2,7 +2,7 @@ package query
 
 import (
 	"math"
-	"strconv"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -26,14 +26,20 @@ func init() {
 		string1("RTRIM", func(s string) jsonv.Value { return strings.TrimRightFunc(s, unicode.IsSpace) }),
 		string1("LENGTH", func(s string) jsonv.Value { return number(float64(utf8.RuneCountInString(s))) }),
 		string1("REVERSE", reverse),
-		string1("StringToNumber", stringToNumber),
 		&function{name: "CONCAT", minArgs: 2, maxArgs: -1, call: concat},
 		&function{name: "SUBSTRING", minArgs: 3, maxArgs: 3, call: substring},
 		&function{name: "INDEX_OF", minArgs: 2, maxArgs: 3, call: indexOf},
 		&function{name: "REPLACE", minArgs: 3, maxArgs: 3, call: replace},
 		&function{name: "LEFT", minArgs: 2, maxArgs: 2, call: left},
 		&function{name: "RIGHT", minArgs: 2, maxArgs: 2, call: right},
-		&function{name: "ToString", minArgs: 1, maxArgs: 1, call: toString},
+		&function{name: "LASTINDEXOF", minArgs: 2, maxArgs: 3, call: lastIndexOf},
+		&function{name: "REPLICATE", minArgs: 2, maxArgs: 2, call: replicate},
+		&function{name: "StringJoin", minArgs: 2, maxArgs: 2, call: stringJoin},
+		&function{name: "StringSplit", minArgs: 2, maxArgs: 2, call: stringSplit},
+		containsList("CONTAINS_ANY_CS", false, or3),
+		containsList("CONTAINS_ANY_CI", true, or3),
+		containsList("CONTAINS_ALL_CS", false, and3),
+		containsList("CONTAINS_ALL_CI", true, and3),
 	)
 }
 
@@ -71,20 +77,6 @@ func reverse(s string) jsonv.Value {
 		r[i], r[j] = r[j], r[i]
 	}
 	return string(r)
-}
-
-// stringToNumber parses a JSON number, ignoring surrounding white space:
-// StringToNumber(" 1.50 ") is 1.5. Anything else gives undefined.
-func stringToNumber(s string) jsonv.Value {
-	v, err := jsonv.Parse([]byte(strings.TrimFunc(s, unicode.IsSpace)))
-	if err != nil {
-		return undefined
-	}
-	n, ok := v.(jsonv.Number)
-	if !ok {
-		return undefined
-	}
-	return number(n.Float64())
 }
 
 func concat(args []jsonv.Value) jsonv.Value {
@@ -195,34 +187,130 @@ func right(args []jsonv.Value) jsonv.Value {
 	return string(r[len(r)-clampIndex(n, len(r)):])
 }
 
-// toString is ToString(v): a string unchanged, a number as JavaScript prints
-// it, true, false and null as words, arrays and objects as compact JSON.
-func toString(args []jsonv.Value) jsonv.Value {
-	switch v := args[0].(type) {
-	case string:
-		return v
-	case jsonv.Number:
-		return formatNumber(v.Float64())
-	case bool, nil, []jsonv.Value, *jsonv.Object:
-		return string(jsonv.Marshal(v))
+// lastIndexOf is LASTINDEXOF(s, sub [, pos]): the character position of the
+// last sub that lies wholly within the characters 0 to pos (default: the
+// whole string), or -1. As in .NET, LASTINDEXOF("abcdeabc", "abc", 6) is 0:
+// the occurrence at 5 would end past position 6.
+func lastIndexOf(args []jsonv.Value) jsonv.Value {
+	s, ok1 := argString(args[0])
+	sub, ok2 := argString(args[1])
+	if !ok1 || !ok2 {
+		return undefined
 	}
-	return undefined
+	r, want := []rune(s), []rune(sub)
+	end := len(r) // the match must end at or before end
+	if len(args) > 2 {
+		pos, ok := argNumber(args[2])
+		if !ok {
+			return undefined
+		}
+		if pos = math.Trunc(pos); pos < 0 {
+			return number(-1)
+		}
+		if pos+1 < float64(end) {
+			end = int(pos) + 1
+		}
+	}
+	for i := end - len(want); i >= 0; i-- {
+		if slices.Equal(r[i:i+len(want)], want) {
+			return number(float64(i))
+		}
+	}
+	return number(-1)
 }
 
-// formatNumber prints f as JavaScript's Number.prototype.toString does:
-// plain digits from 1e-6 up to 1e21, exponent form outside that range.
-func formatNumber(f float64) string {
-	if f == 0 {
-		return "0"
+// maxReplicate is the most characters REPLICATE may produce, as in Cosmos DB.
+const maxReplicate = 10000
+
+// replicate is REPLICATE(s, n): s repeated n times, n truncated to a whole
+// number. A negative n, or a result longer than 10,000 characters, gives
+// undefined.
+func replicate(args []jsonv.Value) jsonv.Value {
+	s, ok1 := argString(args[0])
+	n, ok2 := argNumber(args[1])
+	if !ok1 || !ok2 || n < 0 {
+		return undefined
 	}
-	if a := math.Abs(f); a >= 1e-6 && a < 1e21 {
-		return strconv.FormatFloat(f, 'f', -1, 64)
+	n = math.Trunc(n)
+	if l := utf8.RuneCountInString(s); l > 0 && n*float64(l) > maxReplicate {
+		return undefined
 	}
-	s := strconv.FormatFloat(f, 'e', -1, 64) // 1e-07, 1.5e+21
-	i := strings.LastIndexAny(s, "+-")
-	j := i + 1
-	for j < len(s)-1 && s[j] == '0' {
-		j++
+	if s == "" {
+		return ""
 	}
-	return s[:i+1] + s[j:]
+	return strings.Repeat(s, int(n))
+}
+
+// stringJoin is StringJoin(array, sep): the array's strings joined by sep.
+// An element that is not a string gives undefined.
+func stringJoin(args []jsonv.Value) jsonv.Value {
+	a, ok1 := args[0].([]jsonv.Value)
+	sep, ok2 := argString(args[1])
+	if !ok1 || !ok2 {
+		return undefined
+	}
+	var b strings.Builder
+	for i, el := range a {
+		s, ok := argString(el)
+		if !ok {
+			return undefined
+		}
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// stringSplit is StringSplit(s, sep): the parts of s between occurrences of
+// sep. An empty sep does not split: StringSplit("ab", "") is ["ab"].
+func stringSplit(args []jsonv.Value) jsonv.Value {
+	s, ok1 := argString(args[0])
+	sep, ok2 := argString(args[1])
+	if !ok1 || !ok2 {
+		return undefined
+	}
+	if sep == "" {
+		return []jsonv.Value{s}
+	}
+	parts := strings.Split(s, sep)
+	a := make([]jsonv.Value, len(parts))
+	for i, p := range parts {
+		a[i] = p
+	}
+	return a
+}
+
+// containsList makes CONTAINS_ANY_* and CONTAINS_ALL_*: f(s, t1, ..., tn)
+// is CONTAINS(s, t1, ignoreCase) combined over the ti with three-valued OR
+// (any) or AND (all), so a non-string ti counts as undefined:
+// CONTAINS_ANY_CS("ab", "a", 1) is true, CONTAINS_ANY_CS("ab", "x", 1) is
+// undefined.
+func containsList(name string, ignoreCase bool, combine func(a, b jsonv.Value) jsonv.Value) *function {
+	return &function{name: name, minArgs: 2, maxArgs: -1, call: func(args []jsonv.Value) jsonv.Value {
+		s, ok := argString(args[0])
+		if !ok {
+			return undefined
+		}
+		if ignoreCase {
+			s = strings.ToLower(s)
+		}
+		var result jsonv.Value
+		for i, a := range args[1:] {
+			var found jsonv.Value = undefined
+			if t, ok := argString(a); ok {
+				if ignoreCase {
+					t = strings.ToLower(t)
+				}
+				found = strings.Contains(s, t)
+			}
+			if i == 0 {
+				result = found
+			} else {
+				result = combine(result, found)
+			}
+		}
+		return result
+	}}
 }

@@ -27,10 +27,16 @@ func init() {
 			f, ok := argNumber(v)
 			return ok && !math.IsInf(f, 0) && !math.IsNaN(f)
 		}),
-		// IS_INTEGER is true for whole numbers in the signed 64-bit range.
+		// IS_INTEGER is true for whole numbers in the signed 64-bit range,
+		// the numbers the Int functions accept.
 		typeCheck("IS_INTEGER", func(v jsonv.Value) bool {
-			f, ok := argNumber(v)
-			return ok && f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63
+			_, ok := argInt64(v)
+			return ok
+		}),
+		// IS_DATETIME is true for strings the date and time functions accept.
+		typeCheck("IS_DATETIME", func(v jsonv.Value) bool {
+			_, ok := argDateTime(v)
+			return ok
 		}),
 	)
 }

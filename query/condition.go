@@ -46,11 +46,17 @@ func ParseCondition(src string) (*Condition, error) {
 	return cond, nil
 }
 
+// MatchWorkLimit caps the subquery bindings one Match may make (see
+// ExecOptions.WorkLimit), so that a condition's cross products cannot run
+// away; past it Match fails with ErrWorkLimit.
+const MatchWorkLimit = 1_000_000
+
 // Match reports whether the condition holds for doc: whether the WHERE
 // expression, with the alias bound to doc, evaluates to boolean true. False,
 // undefined (a missing property, a comparison across types) and non-boolean
 // results do not match. An error means the condition could not be evaluated
-// at all, which Cosmos semantics make rare.
+// at all, which Cosmos semantics make rare: a subquery exceeding
+// MatchWorkLimit is one case.
 func (c *Condition) Match(doc *jsonv.Object) (bool, error) {
 	if doc == nil {
 		return false, errors.New("match condition: nil document")
@@ -59,7 +65,8 @@ func (c *Condition) Match(doc *jsonv.Object) (bool, error) {
 		return true, nil
 	}
 	env := Env{Vars: map[string]jsonv.Value{c.From.Name().Name: doc}, Source: c.src}
-	v, _, err := Eval(c.Where, &env)
+	ev := evaluator{env: &env, ownsVars: true, work: &workCounter{left: MatchWorkLimit}}
+	v, err := ev.eval(c.Where)
 	if err != nil {
 		return false, fmt.Errorf("match condition: %w", err)
 	}

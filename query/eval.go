@@ -2,6 +2,7 @@ package query
 
 import (
 	"math"
+	"time"
 
 	"github.com/lethe-db/lethe/jsonv"
 )
@@ -15,6 +16,10 @@ type Env struct {
 	// Source is the query text the expression was parsed from. If set,
 	// evaluation errors carry its line and column; otherwise only a message.
 	Source string
+	// Now is the query's one instant, read by GetCurrentDateTime,
+	// GetCurrentTimestamp and GetCurrentTicks. Every row of a query sees the
+	// same Now. The zero value means the functions report an error.
+	Now time.Time
 }
 
 // undefinedType is the type of undefined, the evaluator's stand-in for Cosmos
@@ -47,6 +52,17 @@ func Eval(x Expr, env *Env) (v jsonv.Value, defined bool, err error) {
 
 type evaluator struct {
 	env *Env
+
+	// ownsVars is set when env.Vars belongs to this evaluation, so subqueries
+	// may bind their aliases in it (and restore them). Eval leaves the
+	// caller's map alone: the first subquery copies it.
+	ownsVars bool
+	// aggs and keys are the current group's aggregate results and GROUP BY
+	// key values while a grouped select list is projected.
+	aggs []jsonv.Value
+	keys []jsonv.Value
+	// work counts FROM rows against ExecOptions.WorkLimit; nil: no limit.
+	work *workCounter
 }
 
 func (e *evaluator) errorf(pos Pos, msg string) error {
@@ -127,6 +143,18 @@ func (e *evaluator) eval(x Expr) (jsonv.Value, error) {
 		return e.evalBetween(x)
 	case *LikeExpr:
 		return e.evalLike(x)
+	case *SubqueryExpr:
+		return e.evalSubquery(x)
+	case *AggregateExpr:
+		if x.slot >= len(e.aggs) {
+			return nil, e.errorf(x.Pos(), "aggregate function "+x.Name+" is not allowed here")
+		}
+		return e.aggs[x.slot], nil
+	case *groupKeyExpr:
+		if x.slot >= len(e.keys) {
+			return e.eval(x.X)
+		}
+		return e.keys[x.slot], nil
 	case *CondExpr:
 		c, err := e.eval(x.Cond)
 		if err != nil {
@@ -198,7 +226,7 @@ func (e *evaluator) evalCall(x *CallExpr) (jsonv.Value, error) {
 		}
 		args[i] = v
 	}
-	return fn.call(args), nil
+	return e.callFunction(x, fn, args)
 }
 
 func (e *evaluator) evalBinary(x *BinaryExpr) (jsonv.Value, error) {

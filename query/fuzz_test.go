@@ -2,13 +2,16 @@ package query
 
 import (
 	"errors"
+	"strings"
 	"testing"
+
+	"github.com/lethe-db/lethe/jsonv"
 )
 
 // FuzzParseCondition feeds arbitrary text to ParseCondition. It must never
 // panic; errors must be *Error values positioned inside the input; and a
-// condition that parses must print and match a document without panicking or
-// failing. The seeds are every input in testdata/parse and testdata/eval,
+// condition that parses must print and match a document without panicking
+// (or failing, but for the work limit and the functions of the current time). The seeds are every input in testdata/parse and testdata/eval,
 // plus the corpus in testdata/fuzz/FuzzParseCondition.
 func FuzzParseCondition(f *testing.F) {
 	for _, dir := range []string{"parse", "eval"} {
@@ -42,7 +45,123 @@ func FuzzParseCondition(f *testing.F) {
 		}
 		_ = cond.String()
 		if _, err := cond.Match(doc); err != nil {
-			t.Fatalf("Match failed on a parsed condition: %v", err)
+			// Only a subquery past the work limit, or a function of the
+			// current time (Match has no query time), may fail.
+			var e *Error
+			if !errors.Is(err, ErrWorkLimit) && !errors.As(err, &e) {
+				t.Fatalf("Match failed on a parsed condition: %v", err)
+			}
+		}
+	})
+}
+
+// statementSeeds returns every statement and expression in testdata: the
+// SELECT statements as they are, conditions and expressions turned into
+// statements.
+func statementSeeds(tb testing.TB) []string {
+	var seeds []string
+	for _, dir := range []string{"parse", "eval", "select"} {
+		for _, path := range testFiles(tb, dir) {
+			for _, c := range readTestFile(tb, path) {
+				if c.tc == nil {
+					continue
+				}
+				switch c.tc.cmd {
+				case "query", "pages", "hints":
+					seeds = append(seeds, c.tc.input)
+				case "parse", "match":
+					seeds = append(seeds, "SELECT * "+c.tc.input)
+				case "expr", "nodes", "eval":
+					seeds = append(seeds, "SELECT VALUE "+c.tc.input+" FROM c")
+				}
+			}
+		}
+	}
+	return seeds
+}
+
+// FuzzParse feeds arbitrary text to Parse. It must never panic; errors must
+// be *Error values positioned inside the input; and a statement that parses
+// must print, give hints, and survive a round trip through SQL text: its
+// SQL rendering parses to the same tree. The seeds are every statement and
+// expression in testdata, plus the corpus in testdata/fuzz/FuzzParse.
+func FuzzParse(f *testing.F) {
+	for _, s := range statementSeeds(f) {
+		f.Add(s)
+	}
+	params := map[string]jsonv.Value{"p": jsonv.Number("1"), "s": "x"}
+	f.Fuzz(func(t *testing.T, src string) {
+		q, err := Parse(src)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error is %T, not *Error: %v", err, err)
+			}
+			if !e.Pos.IsValid() || e.Pos.Offset > len(src) {
+				t.Fatalf("error position %+v outside the input (%d bytes): %v", e.Pos, len(src), err)
+			}
+			return
+		}
+		_ = q.Hints(params)
+		_, _ = q.ResumeSeq(Cursor{cursorStream, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0})
+		checkRoundTrip(t, src, q)
+	})
+}
+
+// fuzzDocs is the fixed document set FuzzExecute runs statements over.
+var fuzzDocs = []string{
+	`{"id":"1","n":5,"f":-1.5,"s":"hello","t":true,"nul":null,"tags":["a","b"],"arr":[1,"two",[3],{"x":4}],"obj":{"a":1,"b":{"c":"deep"}},"kids":[{"name":"k","age":3,"pets":["cat"]}]}`,
+	`{"id":"2","n":"5","s":"world","t":false,"tags":[],"arr":[2,1],"obj":{"b":2,"a":1},"kids":[]}`,
+	`{"id":"3","n":7,"tags":["b"],"uni":"é😀","kids":[{"name":"m","age":30,"pets":[]},{"name":"o","pets":["dog","eel"]}]}`,
+	`{"id":"4"}`,
+	`{"id":"5","n":5.0,"s":"hello","tags":"x","obj":null}`,
+}
+
+// FuzzExecute runs every statement that parses over a fixed small document
+// set. Execution must never panic, and paging in pages of two rows must give
+// the rows of one large page. Errors (a missing parameter, the work limit)
+// are fine.
+func FuzzExecute(f *testing.F) {
+	for _, s := range statementSeeds(f) {
+		f.Add(s)
+	}
+	docs := testDocs(f, fuzzDocs...)
+	params := map[string]jsonv.Value{"p": jsonv.Number("1"), "n": jsonv.Number("2"), "s": "hello", "a": []jsonv.Value{jsonv.Number("1"), "a"}}
+	f.Fuzz(func(t *testing.T, src string) {
+		q, err := Parse(src)
+		if err != nil {
+			return
+		}
+		opts := ExecOptions{Params: params, Now: testNow, PageSize: 1000, WorkLimit: 20000}
+		page, err := q.Execute(newSliceSource(docs), opts)
+		if err != nil {
+			return
+		}
+		var want []string
+		for _, r := range page.Rows {
+			want = append(want, string(r))
+		}
+		var got []string
+		var after Cursor
+		for emitted := 0; ; {
+			opts.PageSize, opts.After, opts.Emitted = 2, after, emitted
+			src := newSliceSource(docs)
+			src.seek = true
+			src.reset(q, after)
+			page, err := q.Execute(src, opts)
+			if err != nil {
+				t.Fatalf("page after %x: %v", after, err)
+			}
+			for _, r := range page.Rows {
+				got = append(got, string(r))
+			}
+			if !page.More || len(got) > len(want) {
+				break
+			}
+			after, emitted = page.Last, page.Emitted
+		}
+		if !equalRows(got, want) {
+			t.Fatalf("paged:\n%s\nunpaged:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	})
 }

@@ -150,28 +150,16 @@ func (p *parser) parseIdent() *Ident {
 }
 
 // check validates a parsed expression as a whole: its depth, that every
-// identifier is one of the aliases in scope, and that parameters appear only
-// where allowed. It reports the leftmost problem.
+// identifier is one of the aliases in scope, that parameters appear only
+// where allowed, and that it holds no aggregate. Subqueries are resolved
+// with the aliases in scope visible to them (resolve.go).
 func (p *parser) check(x Expr, scope []*Ident, paramsOK bool) {
-	if deep := deeperThan(x, MaxExprDepth); deep != nil {
-		p.error(deep.Pos(), "exceeded max expression depth")
+	r := resolver{p: p, paramsOK: paramsOK}
+	names := make([]string, len(scope))
+	for i, a := range scope {
+		names[i] = a.Name
 	}
-	Inspect(x, func(x Expr) bool {
-		switch x := x.(type) {
-		case *Ident:
-			for _, a := range scope {
-				if a.Name == x.Name {
-					return true
-				}
-			}
-			p.error(x.NamePos, "undeclared identifier "+x.Name)
-		case *Param:
-			if !paramsOK {
-				p.error(x.At, "a patch condition cannot use parameters, found @"+x.Name)
-			}
-		}
-		return true
-	})
+	r.expr(x, names, "outside a select list")
 }
 
 // ----------------------------------------------------------------------------
@@ -189,7 +177,8 @@ func (p *parser) check(x Expr, scope []*Ident, paramsOK bool) {
 //	Postfix     = Primary { "." Name | "[" Expr "]" } .
 //	Primary     = ident | ident "(" [ ExprList ] ")" | @param | number | string
 //	            | true | false | null | undefined
-//	            | "[" [ ExprList ] "]" | "{" [ Field { "," Field } ] "}" | "(" Expr ")" .
+//	            | "[" [ ExprList ] "]" | "{" [ Field { "," Field } ] "}" | "(" Expr ")"
+//	            | "(" Select ")" | EXISTS "(" Select ")" | ARRAY "(" Select ")" .
 //
 // As in the Cosmos DB grammar, ?: binds tighter than ??, so a ?? b ? c : d is
 // a ?? (b ? c : d); NOT is a prefix operator that binds tighter than any
@@ -395,11 +384,23 @@ func (p *parser) parsePrimary() Expr {
 	case LBRACE:
 		return p.parseObject()
 	case LPAREN:
-		x := &ParenExpr{Lparen: p.pos}
+		lparen := p.pos
 		p.next()
+		if p.tok == SELECT {
+			return p.parseSubquery(SELECT, lparen, lparen)
+		}
+		x := &ParenExpr{Lparen: lparen}
 		x.X = p.parseExpr()
 		x.Rparen = p.expect(RPAREN)
 		return x
+	case EXISTS, ARRAY:
+		kind, kwPos := p.tok, p.pos
+		p.next()
+		lparen := p.expect(LPAREN)
+		if p.tok != SELECT {
+			p.errorExpected("SELECT after " + kind.String() + "(")
+		}
+		return p.parseSubquery(kind, kwPos, lparen)
 	}
 	p.errorExpected("expression")
 	return nil // not reached
@@ -408,6 +409,9 @@ func (p *parser) parsePrimary() Expr {
 // parseCall parses the argument list of a call to the function named id and
 // checks the name and the argument count.
 func (p *parser) parseCall(id *Ident) Expr {
+	if name, ok := aggregateNames[asciiUpper(id.Name)]; ok {
+		return p.parseAggregate(id, name)
+	}
 	fn := lookupFunction(id.Name)
 	if fn == nil {
 		p.error(id.NamePos, "unknown function "+id.Name)

@@ -11,6 +11,7 @@ import (
 // TestParse runs testdata/parse/*.txt. Commands:
 //
 //	parse  the input is a patch condition; prints Condition.String or the error
+//	query  the input is a SELECT statement; prints Query.String or the error
 //	expr   the input is an expression with alias c in scope; prints ExprString
 //	nodes  like expr, but lists every node with the source text it spans
 func TestParse(t *testing.T) {
@@ -29,6 +30,12 @@ func runParseCase(t *testing.T, tc *testCase) string {
 			return errorText(err)
 		}
 		return cond.String()
+	case "query":
+		q, err := Parse(tc.input)
+		if err != nil {
+			return errorText(err)
+		}
+		return q.String()
 	case "expr":
 		x, err := parseExprSource(tc.input, "c")
 		if err != nil {

@@ -79,6 +79,21 @@ func writeExpr(b *strings.Builder, x Expr) {
 		writeList(b, negated(x.Not, "like"), args...)
 	case *CondExpr:
 		writeList(b, "?", x.Cond, x.Then, x.Else)
+	case *AggregateExpr:
+		writeList(b, x.Name, x.Arg)
+	case *groupKeyExpr:
+		writeExpr(b, x.X)
+	case *SubqueryExpr:
+		switch x.Kind {
+		case EXISTS:
+			b.WriteString("(exists ")
+		case ARRAY:
+			b.WriteString("(array ")
+		}
+		writeStmt(b, x.stmt)
+		if x.Kind != SELECT {
+			b.WriteByte(')')
+		}
 	default:
 		b.WriteString("<unknown>")
 	}
@@ -112,4 +127,91 @@ func opName(op Token) string {
 		return "not"
 	}
 	return op.String()
+}
+
+// writeStmt prints a statement as an S-expression:
+//
+//	(select [distinct] [(top n)] projection [(from source)] [(join source)...]
+//	  [(where e)] [(group-by e...)] [(order-by e (desc e)...)] [(offset m) (limit n)])
+//
+// where projection is (project *), (value e) or (project e (as e name)...),
+// and a source is path [alias], (in alias path) or a subquery [alias]. An
+// alias is printed only when written.
+func writeStmt(b *strings.Builder, s *selectStmt) {
+	b.WriteString("(select")
+	if s.Distinct {
+		b.WriteString(" distinct")
+	}
+	if s.Top != nil {
+		b.WriteByte(' ')
+		writeList(b, "top", s.Top)
+	}
+	switch {
+	case s.Star:
+		b.WriteString(" (project *)")
+	case s.Value:
+		b.WriteByte(' ')
+		writeList(b, "value", s.Items[0].X)
+	default:
+		b.WriteString(" (project")
+		for _, it := range s.Items {
+			b.WriteByte(' ')
+			if it.Alias == nil {
+				writeExpr(b, it.X)
+				continue
+			}
+			b.WriteString("(as ")
+			writeExpr(b, it.X)
+			b.WriteString(" " + it.Alias.Name + ")")
+		}
+		b.WriteByte(')')
+	}
+	if s.From != nil {
+		writeSource(b, "from", s.From)
+	}
+	for _, j := range s.Joins {
+		writeSource(b, "join", j)
+	}
+	if s.Where != nil {
+		b.WriteByte(' ')
+		writeList(b, "where", s.Where)
+	}
+	if len(s.GroupBy) > 0 {
+		b.WriteByte(' ')
+		writeList(b, "group-by", s.GroupBy...)
+	}
+	if len(s.OrderBy) > 0 {
+		b.WriteString(" (order-by")
+		for _, o := range s.OrderBy {
+			b.WriteByte(' ')
+			if o.Desc {
+				writeList(b, "desc", o.X)
+			} else {
+				writeExpr(b, o.X)
+			}
+		}
+		b.WriteByte(')')
+	}
+	if s.Offset != nil {
+		b.WriteByte(' ')
+		writeList(b, "offset", s.Offset)
+		b.WriteByte(' ')
+		writeList(b, "limit", s.Limit)
+	}
+	b.WriteByte(')')
+}
+
+func writeSource(b *strings.Builder, clause string, f *fromSource) {
+	b.WriteString(" (" + clause + " ")
+	if f.In {
+		b.WriteString("(in " + f.Alias.Name + " ")
+		writeExpr(b, f.X)
+		b.WriteString("))")
+		return
+	}
+	writeExpr(b, f.X)
+	if f.Explicit {
+		b.WriteString(" " + f.Alias.Name)
+	}
+	b.WriteByte(')')
 }

@@ -64,6 +64,23 @@ export async function assertLive(container, id, pk, msg = `${id} should be reada
   return r.resource;
 }
 
+/**
+ * Asserts a document is readable while its expiry instant (epoch ms) has not
+ * come. A 404 is a failure only if its response arrived before that instant:
+ * the server decided before it answered, so that 404 is a real early expiry.
+ * On a loaded machine a read can arrive after the instant; its answer is then
+ * inconclusive and is not held against the server.
+ */
+export async function assertLiveUntil(container, id, pk, deadlineMs, msg) {
+  const r = await container.item(id, pk).read();
+  if (r.statusCode === 200) {
+    assert.equal(r.resource?.id, id, msg);
+    return true;
+  }
+  assert.ok(Date.now() >= deadlineMs, `${msg}: read gave ${r.statusCode} before the document's expiry instant`);
+  return false;
+}
+
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Sleeps until the wall clock reaches epoch milliseconds `ms`. */

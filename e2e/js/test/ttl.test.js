@@ -14,6 +14,7 @@ import { before, test } from "node:test";
 import {
   assertGone,
   assertLive,
+  assertLiveUntil,
   expiryMs,
   fileFixture,
   ids,
@@ -82,7 +83,9 @@ async function runCell(container, cell, pk, longest) {
   if (expires !== null) {
     // Alive up to the last second of its life...
     await sleepUntil(expiryMs(minTs, expires - 1));
-    for (const d of Object.values(made)) await assertLive(container, d.id, pk, `${pk}: ${d.id} one second before expiry`);
+    for (const d of Object.values(made)) {
+      await assertLiveUntil(container, d.id, pk, (d._ts + expires) * 1000, `${pk}: ${d.id} one second before expiry`);
+    }
     // ...and gone for every operation from the second it expires.
     await sleepUntil(expiryMs(maxTs, expires));
     await assertGone(container, a.id, pk, `${pk}: read after expiry`);

@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	"github.com/lethe-db/lethe/jsonv"
+	"github.com/lethe-db/lethe/kv"
+)
+
+// Re-indexing after an indexing policy change. The container record holds
+// the build's cursor (IndexBuild, the next sequence number), so the work is
+// restart-safe and needs no state outside the store. While it runs, writes
+// already index under the new policy and removals read each version's own
+// manifest, so documents are never half-indexed in a way a reader could see;
+// queries scan instead of using the index until the build completes.
+
+// BuildIndexes finishes every pending re-index synchronously and returns how
+// many documents it re-indexed. The background loop does the same work in
+// bounded batches.
+func (e *Engine) BuildIndexes(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, pending, err := e.buildIndexBatch(ctx)
+		total += n
+		if err != nil || !pending {
+			return total, err
+		}
+	}
+}
+
+// buildIndexBatch re-indexes up to PurgeBatch documents of the first container
+// with a build pending and reports whether any build remains.
+func (e *Engine) buildIndexBatch(ctx context.Context) (int, bool, error) {
+	var target *collRecord
+	err := e.store.View(ctx, func(r kv.Reader) error {
+		it := r.Scan([]byte{pfxContainer}, []byte{pfxContainer + 1}, false)
+		defer it.Close()
+		for it.Next() {
+			var c collRecord
+			if err := json.Unmarshal(it.Value(), &c); err != nil {
+				return fmt.Errorf("decode container: %w", err)
+			}
+			if c.IndexBuild != nil {
+				target = &c
+				return nil
+			}
+		}
+		return it.Err()
+	})
+	if err != nil || target == nil {
+		return 0, false, err
+	}
+	now, err := e.now(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	n := 0
+	err = e.store.Update(ctx, func(tx kv.Tx) error {
+		n = 0
+		db, c, err := getContainer(tx, target.DB, target.ID)
+		if err != nil {
+			if isNotFound(err) {
+				return nil // dropped meanwhile
+			}
+			return err
+		}
+		if c.IndexBuild == nil || c.RID != target.RID {
+			return nil // finished or replaced meanwhile
+		}
+		s := &scope{db: db, c: c, l: c.layout(), rid: c.rid(), pol: c.policy(), now: now}
+		it := tx.Scan(orderKey(s.rid, *c.IndexBuild), kv.PrefixEnd(collKey(pfxOrder, s.rid)), false)
+		type item struct {
+			seq    uint64
+			suffix []byte
+		}
+		var items []item
+		for len(items) < e.opts.PurgeBatch && it.Next() {
+			k := it.Key()
+			suffix, _, err := decodeOrderValue(it.Value(), nil)
+			if err != nil {
+				it.Close()
+				return err
+			}
+			items = append(items, item{binary.BigEndian.Uint64(k[len(k)-8:]), append([]byte(nil), suffix...)})
+		}
+		more := it.Next()
+		if err := it.Close(); err != nil {
+			return err
+		}
+		for _, x := range items {
+			rec, err := lookup(tx, s.rid, x.suffix)
+			if err != nil {
+				return err
+			}
+			if rec == nil || rec.seq != x.seq {
+				continue
+			}
+			if err := s.reindex(tx, x.suffix, rec); err != nil {
+				return err
+			}
+			n++
+		}
+		if more {
+			next := items[len(items)-1].seq + 1
+			c.IndexBuild = &next
+		} else {
+			c.IndexBuild = nil
+		}
+		v, err := json.Marshal(c)
+		if err != nil {
+			return err
+		}
+		return tx.Put(containerKey(db.rid(), c.ID), v)
+	})
+	return n, true, err
+}
+
+// reindex replaces a stored version's index entries with those its current
+// policy calls for, and rewrites its manifest.
+func (s *scope) reindex(tx kv.Tx, suffix []byte, rec *docRecord) error {
+	old, err := ownedKeys(tx, s.l, rec)
+	if err != nil {
+		return err
+	}
+	fixed := fixedKeys(s.l, rec)
+	o, err := jsonv.ParseObject(rec.json)
+	if err != nil {
+		return err
+	}
+	manifest, err := manifestFor(s.l, rec.seq, o)
+	if err != nil {
+		return err
+	}
+	for _, k := range old[len(fixed):] {
+		if err := tx.Delete(k); err != nil {
+			return err
+		}
+	}
+	for _, k := range manifest {
+		if err := tx.Put(k, suffix); err != nil {
+			return err
+		}
+	}
+	return tx.Put(manifestHolder(fixed), encodeOrderValue(suffix, manifest))
+}

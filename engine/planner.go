@@ -1,0 +1,323 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/lethe-db/lethe/jsonv"
+	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/query"
+)
+
+// filterKind is how a WHERE conjunct constrains a root property path.
+type filterKind int
+
+// Filter kinds, from the most to the least selective in general.
+const (
+	filterEq filterKind = iota
+	filterIn
+	filterPrefix
+	filterRange
+	filterDefined
+)
+
+// filterSpec is one index-usable conjunct of a WHERE clause: a necessary
+// condition on the scalar value at a root property path. The executor still
+// evaluates the whole clause on every candidate, so an index scan only has to
+// yield a superset of the matching documents.
+type filterSpec struct {
+	path   []string
+	kind   filterKind
+	values []jsonv.Value // Eq, In; Prefix's string
+	lo, hi jsonv.Value
+	hasLo  bool
+	hasHi  bool
+	loIncl bool
+	hiIncl bool
+}
+
+// keyRange is a half-open range of index keys.
+type keyRange struct{ start, end []byte }
+
+// indexPlan is the index scan chosen for a query.
+type indexPlan struct {
+	spec   filterSpec
+	ranges []keyRange
+}
+
+// planIndex picks the most selective usable filter whose path is indexed and
+// returns its key ranges; false means the query scans the container.
+func (s *scope) planIndex(filters []filterSpec) (*indexPlan, bool) {
+	var best *indexPlan
+	for _, f := range filters {
+		if !s.l.index.indexed(f.path) {
+			continue
+		}
+		ranges, ok := indexRanges(s.rid, f)
+		if !ok {
+			continue
+		}
+		if best == nil || f.kind < best.spec.kind {
+			best = &indexPlan{spec: f, ranges: ranges}
+		}
+	}
+	return best, best != nil
+}
+
+// indexRanges turns a filter into index key ranges that cover every document
+// the filter can match. Strings are compared by their indexed (possibly cut)
+// prefix, so bounds on strings are widened to stay a superset.
+func indexRanges(coll [8]byte, f filterSpec) ([]keyRange, bool) {
+	prefix := indexPrefix(coll, f.path)
+	exact := func(v jsonv.Value) (keyRange, bool) {
+		switch v.(type) {
+		case nil, bool, string, jsonv.Number:
+		default:
+			return keyRange{}, false // objects and arrays never equal a scalar entry
+		}
+		k := appendValue(append([]byte(nil), prefix...), indexedValue(v))
+		return keyRange{k, kv.PrefixEnd(k)}, true
+	}
+	switch f.kind {
+	case filterEq, filterIn:
+		var out []keyRange
+		for _, v := range f.values {
+			r, ok := exact(v)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, r)
+		}
+		return out, true // IN () matches nothing: an empty plan
+	case filterPrefix:
+		p, ok := f.values[0].(string)
+		if !ok {
+			return nil, false
+		}
+		k := appendStringOpen(append(append([]byte(nil), prefix...), tagString), indexedValue(p).(string))
+		return []keyRange{{k, kv.PrefixEnd(k)}}, true
+	case filterDefined:
+		return []keyRange{{prefix, kv.PrefixEnd(prefix)}}, true
+	case filterRange:
+		return rangeKeys(prefix, f)
+	}
+	return nil, false
+}
+
+// rangeKeys covers a comparison range within one type: Cosmos DB compares
+// values of different types as undefined, so a range on numbers only matches
+// numbers, and one on strings only strings.
+func rangeKeys(prefix []byte, f filterSpec) ([]keyRange, bool) {
+	typeOf := func(v jsonv.Value) byte {
+		switch v.(type) {
+		case jsonv.Number:
+			return tagNumber
+		case string:
+			return tagString
+		}
+		return 0
+	}
+	var tag byte
+	switch {
+	case f.hasLo && f.hasHi:
+		if tag = typeOf(f.lo); tag == 0 || typeOf(f.hi) != tag {
+			return nil, false
+		}
+	case f.hasLo:
+		tag = typeOf(f.lo)
+	case f.hasHi:
+		tag = typeOf(f.hi)
+	}
+	if tag == 0 {
+		return nil, false
+	}
+	base := append(append([]byte(nil), prefix...), tag)
+	start, end := base, kv.PrefixEnd(base)
+	// A string bound shorter than the indexed prefix compares exactly with
+	// every stored (possibly cut) key; a longer one is widened to its prefix.
+	widen := func(v jsonv.Value) bool { s, ok := v.(string); return ok && len(s) >= maxIndexedString }
+	if f.hasLo {
+		if widen(f.lo) {
+			start = appendStringOpen(append([]byte(nil), base...), indexedValue(f.lo).(string))
+		} else {
+			k := appendValue(append([]byte(nil), prefix...), f.lo)
+			if start = k; !f.loIncl {
+				start = kv.PrefixEnd(k)
+			}
+		}
+	}
+	if f.hasHi {
+		if widen(f.hi) {
+			end = kv.PrefixEnd(appendStringOpen(append([]byte(nil), base...), indexedValue(f.hi).(string)))
+		} else {
+			k := appendValue(append([]byte(nil), prefix...), f.hi)
+			if end = kv.PrefixEnd(k); !f.hiIncl {
+				end = k
+			}
+		}
+	}
+	if bytes.Compare(start, end) >= 0 {
+		return nil, true // an empty range: nothing can match
+	}
+	return []keyRange{{start, end}}, true
+}
+
+// appendStringOpen appends a string's escaped bytes without the terminator: a
+// prefix of the encoding of every string that starts with s.
+func appendStringOpen(b []byte, s string) []byte {
+	enc := appendString(nil, s)
+	return append(b, enc[1:len(enc)-2]...)
+}
+
+// indexSource yields the live documents an index plan selects, in sequence
+// order (the order the executor expects), implementing query.Source.
+type indexSource struct {
+	s        *scope
+	r        kv.Reader
+	cands    []candidate
+	i        int
+	pkPrefix []byte
+	examined int
+	scanned  int
+	raw      []byte
+	err      error
+}
+
+type candidate struct {
+	seq    uint64
+	suffix []byte
+}
+
+func (s *scope) indexSource(r kv.Reader, plan *indexPlan, pkPrefix []byte) (*indexSource, error) {
+	src := &indexSource{s: s, r: r, pkPrefix: pkPrefix}
+	for _, kr := range plan.ranges {
+		it := r.Scan(kr.start, kr.end, false)
+		for it.Next() {
+			src.scanned++
+			k := it.Key()
+			if pkPrefix != nil && !bytes.HasPrefix(it.Value(), pkPrefix) {
+				continue
+			}
+			src.cands = append(src.cands, candidate{binary.BigEndian.Uint64(k[len(k)-8:]), append([]byte(nil), it.Value()...)})
+		}
+		if err := it.Close(); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(src.cands, func(a, b candidate) int {
+		switch {
+		case a.seq < b.seq:
+			return -1
+		case a.seq > b.seq:
+			return 1
+		}
+		return 0
+	})
+	src.cands = slices.CompactFunc(src.cands, func(a, b candidate) bool { return a.seq == b.seq })
+	return src, nil
+}
+
+// seek restarts at the first candidate with sequence number >= seq.
+func (x *indexSource) seek(seq uint64) {
+	x.i, _ = slices.BinarySearchFunc(x.cands, seq, func(c candidate, t uint64) int {
+		switch {
+		case c.seq < t:
+			return -1
+		case c.seq > t:
+			return 1
+		}
+		return 0
+	})
+}
+
+// Next implements query.Source.
+func (x *indexSource) Next() (*jsonv.Object, uint64, bool, error) {
+	for x.i < len(x.cands) {
+		c := x.cands[x.i]
+		x.i++
+		rec, err := lookup(x.r, x.s.rid, c.suffix)
+		if err != nil {
+			x.err = err
+			return nil, 0, false, err
+		}
+		if rec == nil || rec.seq != c.seq || !x.s.live(rec) {
+			continue
+		}
+		x.examined++
+		o, err := jsonv.ParseObject(rec.json)
+		if err != nil {
+			x.err = err
+			return nil, 0, false, err
+		}
+		x.raw = rec.json
+		return o, c.seq, true, nil
+	}
+	return nil, 0, false, nil
+}
+
+// Raw returns the stored JSON of the document Next returned last.
+func (x *indexSource) Raw() []byte { return x.raw }
+
+// indexMetrics renders the x-ms-cosmos-index-utilization value (base64 JSON, as
+// both SDKs decode it) for the plan used, or for a scan.
+func indexMetrics(plan *indexPlan) string {
+	type single struct {
+		FilterExpression string `json:"FilterExpression"`
+		IndexSpec        string `json:"IndexSpec"`
+		FilterPreciseSet bool   `json:"FilterPreciseSet"`
+		IndexPreciseSet  bool   `json:"IndexPreciseSet"`
+		IndexImpactScore string `json:"IndexImpactScore"`
+	}
+	m := struct {
+		Utilized   []single `json:"UtilizedSingleIndexes"`
+		Potential  []single `json:"PotentialSingleIndexes"`
+		UtilizedC  []single `json:"UtilizedCompositeIndexes"`
+		PotentialC []single `json:"PotentialCompositeIndexes"`
+	}{Utilized: []single{}, Potential: []single{}, UtilizedC: []single{}, PotentialC: []single{}}
+	if plan != nil {
+		spec := "/" + strings.Join(plan.spec.path, "/") + "/?"
+		m.Utilized = append(m.Utilized, single{IndexSpec: spec, FilterPreciseSet: true, IndexPreciseSet: true, IndexImpactScore: "High"})
+	}
+	b, _ := json.Marshal(m)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// filtersFromHints converts the query's planner hints into filter specs.
+func filtersFromHints(h query.Hints) []filterSpec {
+	var out []filterSpec
+	for _, x := range h.Where {
+		f := filterSpec{path: x.Path, values: x.Values, lo: x.Lo, hi: x.Hi, hasLo: x.HasLo, hasHi: x.HasHi, loIncl: x.LoIncl, hiIncl: x.HiIncl}
+		switch x.Kind {
+		case query.HintEq:
+			f.kind = filterEq
+		case query.HintIn:
+			f.kind = filterIn
+		case query.HintRange:
+			f.kind = filterRange
+		case query.HintPrefix:
+			f.kind = filterPrefix
+		case query.HintDefined:
+			f.kind = filterDefined
+		default:
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// querySource is what QueryDocuments reads from: a scan or an index plan.
+type querySource interface {
+	query.Source
+	seek(seq uint64)
+	close()
+	stats() (examined int, err error)
+}
+
+func (x *indexSource) close()                         {}
+func (x *indexSource) stats() (int, error)            { return x.examined + x.scanned/10, x.err }
+func (d *docSource) stats() (examined int, err error) { return d.examined, d.err }

@@ -1,0 +1,261 @@
+package query
+
+// This file is the contract between the query package and the engine that
+// feeds it documents. The engine owns storage, liveness (time to live),
+// partition scoping, index selection and continuation tokens; this package
+// owns the language: it parses statements, evaluates them over the documents
+// a Source yields, and orders, groups, aggregates and pages the results.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lethe-db/lethe/jsonv"
+)
+
+// Query is a parsed SELECT statement. It is immutable and safe for concurrent use.
+//
+//	q, err := query.Parse("SELECT c.id FROM c WHERE c.n > @min ORDER BY c.n")
+//	if err != nil {
+//		return lethe.Errorf(lethe.CodeBadRequest, "query: %s", err)
+//	}
+//	page, err := q.Execute(src, query.ExecOptions{Params: params, PageSize: 100, Now: now})
+//	// ... return page.Rows; resume with After: page.Last, Emitted: page.Emitted
+type Query struct {
+	src  string
+	stmt *selectStmt
+	// params lists every parameter reference, so Execute can name a missing
+	// one before reading anything.
+	params []*Param
+}
+
+// Source yields the documents a query runs over: every document of the scope
+// that is live at the query's instant, in ascending sequence (insertion) order
+// unless ExecOptions.Unordered says otherwise.
+//
+// If a Source also implements interface{ Raw() []byte }, Raw returns the JSON
+// text of the document Next returned last (nil if it has none at hand);
+// SELECT * over whole documents returns that text instead of re-encoding
+// the document.
+type Source interface {
+	// Next returns the next document and its sequence number, or ok == false
+	// at the end. The document must not be modified, and must stay unmodified
+	// until Execute returns: sorting and grouping plans keep references.
+	Next() (doc *jsonv.Object, seq uint64, ok bool, err error)
+}
+
+// ExecOptions parameterise one page of execution.
+type ExecOptions struct {
+	// Params binds @parameters by name without the '@'.
+	Params map[string]jsonv.Value
+	// Now is the query's instant, for the date and time functions.
+	Now time.Time
+	// PageSize is the most rows to return (> 0).
+	PageSize int
+	// After resumes after the row at this position; nil starts at the beginning.
+	After Cursor
+	// Emitted is the number of rows earlier pages returned, for OFFSET, LIMIT and TOP.
+	Emitted int
+	// Unordered says the source yields documents in no particular order (an
+	// index range scan, say) instead of ascending seq. Streaming queries then
+	// read the whole source and keep the first rows by (seq, ordinal) in a
+	// bounded heap, instead of stopping once the page is full.
+	Unordered bool
+	// WorkLimit caps the bindings the FROM and JOIN clauses may make in this
+	// call: each document, each array element of IN or JOIN, each row of a
+	// JOIN subquery, in subqueries too, whether WHERE keeps the row or not.
+	// Past it Execute fails with ErrWorkLimit. It bounds the cost of cross
+	// products and correlated subqueries. Zero means no limit.
+	WorkLimit int
+}
+
+// Cursor is a result row's place in the query's total order, opaque to the
+// engine, which stores it in continuation tokens. Positions compare bytewise.
+// Its encoding is described in cursor.go.
+type Cursor []byte
+
+// Page is one page of results.
+type Page struct {
+	// Rows are the JSON values of the page's rows.
+	Rows [][]byte
+	// Last is the position of the last row; resume with ExecOptions.After = Last.
+	Last Cursor
+	// Emitted counts the rows returned by this page and every earlier one.
+	Emitted int
+	// More reports whether a later page may hold rows.
+	More bool
+	// Examined counts the documents read from the source, for request charges.
+	Examined int
+}
+
+var (
+	// ErrBadCursor is returned for an ExecOptions.After that no page of this
+	// query could have returned.
+	ErrBadCursor = errors.New("query: continuation does not belong to this query")
+	// ErrWorkLimit is returned when a call exceeds ExecOptions.WorkLimit.
+	ErrWorkLimit = errors.New("query: work limit exceeded")
+)
+
+// Execute runs the query over src and returns one page: at most
+// opts.PageSize rows after opts.After in the query's total order, with OFFSET,
+// LIMIT and TOP applied across pages through opts.Emitted.
+//
+// Every row has a place in a total order, and Last holds the last one's, so
+// paging is keyset-based: a later page never skips a row that is still
+// present and ordered after the previous page's last row, whatever was
+// written or expired in between. The order is (seq, ordinal) for streaming
+// queries, the ORDER BY keys then (seq, ordinal), the GROUP BY key, or the
+// row's encoding for DISTINCT.
+//
+// Errors: an *Error for a problem with the query's inputs (a missing
+// parameter, a TOP that is not a count), ErrBadCursor, ErrWorkLimit, or the
+// source's error wrapped.
+func (q *Query) Execute(src Source, opts ExecOptions) (*Page, error) {
+	if opts.PageSize <= 0 {
+		return nil, fmt.Errorf("query: page size %d is not positive", opts.PageSize)
+	}
+	for _, p := range q.params {
+		if _, ok := opts.Params[p.Name]; !ok {
+			return nil, &Error{Pos: PositionFor(q.src, p.At), Msg: "parameter @" + p.Name + " has no value"}
+		}
+	}
+	s := q.stmt
+	kind := s.cursorKind()
+	var after []byte
+	if opts.After != nil {
+		if len(opts.After) == 0 || opts.After[0] != kind || kind == cursorStream && len(opts.After) != 17 {
+			return nil, ErrBadCursor
+		}
+		after = opts.After[1:]
+	}
+	env := &Env{Vars: make(map[string]jsonv.Value, len(s.aliases)+1), Params: opts.Params, Source: q.src, Now: opts.Now}
+	ex := &executor{s: s, ev: evaluator{env: env, ownsVars: true}, top: true}
+	if opts.WorkLimit > 0 {
+		ex.ev.work = &workCounter{left: int64(opts.WorkLimit)}
+	}
+	limit, offset, err := ex.bounds()
+	if err != nil {
+		return nil, err
+	}
+	page := &Page{Emitted: opts.Emitted}
+	want, final := opts.PageSize, false
+	if limit >= 0 {
+		if left := limit - opts.Emitted; left <= want {
+			want, final = left, true
+		}
+		if want <= 0 {
+			return page, nil
+		}
+	}
+	skip := 0
+	if after == nil {
+		skip = offset
+	}
+	var in input = &onceInput{}
+	var si *sourceInput
+	if s.From != nil {
+		si = &sourceInput{src: src}
+		in = si
+		if _, whole := s.From.X.(*Ident); whole && s.Star {
+			if r, ok := src.(interface{ Raw() []byte }); ok {
+				ex.raw = r.Raw
+			}
+		}
+	}
+	rows, more, err := ex.run(in, runOpts{after: after, skip: skip, want: want, ordered: !opts.Unordered, final: final})
+	if si != nil {
+		page.Examined = si.examined
+	}
+	if err != nil {
+		return nil, err
+	}
+	page.Rows = make([][]byte, len(rows))
+	var buf []byte // encode in one growing buffer, then copy out exactly
+	for i, r := range rows {
+		if r.raw != nil {
+			page.Rows[i] = r.raw
+			continue
+		}
+		buf = jsonv.Append(buf[:0], r.val)
+		page.Rows[i] = bytes.Clone(buf)
+	}
+	if n := len(rows); n > 0 {
+		last := rows[n-1]
+		if kind == cursorStream {
+			page.Last = appendSeqOrd([]byte{kind}, last.seq, last.ord)
+			if last.pos != nil { // an unordered source: the position is (seq, ordinal) already
+				page.Last = append([]byte{kind}, last.pos...)
+			}
+		} else {
+			page.Last = append([]byte{kind}, last.pos...)
+		}
+	}
+	page.Emitted += len(rows)
+	page.More = more && (limit < 0 || page.Emitted < limit)
+	return page, nil
+}
+
+// ResumeSeq returns the document seq a streaming query resumes at after the
+// row at after: the engine may seek its source there (inclusive; rows of that
+// document up to after are skipped by Execute). ok is false for a nil or
+// foreign cursor, and for queries that are not streaming (see Hints), which
+// must read their whole source on every page.
+func (q *Query) ResumeSeq(after Cursor) (seq uint64, ok bool) {
+	if q.stmt.plan != planStream || q.stmt.From == nil {
+		return 0, false
+	}
+	seq, _, ok = streamPosition(after)
+	return seq, ok
+}
+
+// String returns the statement as an S-expression, e.g.
+// (select (project c.id) (from c) (where (> c.age 21))).
+func (q *Query) String() string {
+	var b strings.Builder
+	writeStmt(&b, q.stmt)
+	return b.String()
+}
+
+// cursorKind returns the kind byte of the statement's cursors.
+func (s *selectStmt) cursorKind() byte {
+	switch s.plan {
+	case planStream:
+		return cursorStream
+	case planOrder:
+		return cursorOrder
+	case planDistinct:
+		return cursorDistinct
+	case planOrderDistinct:
+		return cursorOrderDistinct
+	case planGroup:
+		if s.Distinct {
+			return cursorDistinct
+		}
+		return cursorGroup
+	}
+	return cursorAggregate
+}
+
+// sourceInput adapts a Source and counts the documents it yields.
+type sourceInput struct {
+	src      Source
+	examined int
+}
+
+func (in *sourceInput) next() (jsonv.Value, uint64, bool, error) {
+	doc, seq, ok, err := in.src.Next()
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("read documents: %w", err)
+	}
+	if !ok {
+		return nil, 0, false, nil
+	}
+	if doc == nil {
+		return nil, 0, false, errors.New("read documents: the source returned a nil document")
+	}
+	in.examined++
+	return doc, seq, true, nil
+}

@@ -1,0 +1,249 @@
+package query
+
+import (
+	"errors"
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/lethe-db/lethe/jsonv"
+)
+
+func mustParse(tb testing.TB, src string) *Query {
+	tb.Helper()
+	q, err := Parse(src)
+	if err != nil {
+		tb.Fatalf("Parse(%q): %v", src, err)
+	}
+	return q
+}
+
+func testDocs(tb testing.TB, docs ...string) []*jsonv.Object {
+	tb.Helper()
+	out := make([]*jsonv.Object, len(docs))
+	for i, d := range docs {
+		out[i] = mustParseObject(tb, d)
+	}
+	return out
+}
+
+// errSource fails after yielding its documents.
+type errSource struct{ sliceSource }
+
+var errBroken = errors.New("broken disk")
+
+func (s *errSource) Next() (*jsonv.Object, uint64, bool, error) {
+	doc, seq, ok, err := s.sliceSource.Next()
+	if !ok {
+		return nil, 0, false, errBroken
+	}
+	return doc, seq, ok, err
+}
+
+type nilSource struct{}
+
+func (nilSource) Next() (*jsonv.Object, uint64, bool, error) { return nil, 1, true, nil }
+
+func TestExecuteErrors(t *testing.T) {
+	docs := testDocs(t, `{"id":"1","a":[1,2,3,4,5,6,7,8,9,10]}`)
+	q := mustParse(t, "SELECT * FROM c")
+	if _, err := q.Execute(newSliceSource(docs), ExecOptions{}); err == nil {
+		t.Error("page size 0 accepted")
+	}
+	if _, err := q.Execute(&errSource{*newSliceSource(docs)}, ExecOptions{PageSize: 10}); !errors.Is(err, errBroken) {
+		t.Errorf("source error: %v", err)
+	}
+	if _, err := q.Execute(nilSource{}, ExecOptions{PageSize: 10}); err == nil {
+		t.Error("nil document accepted")
+	}
+
+	// Cursors of another query, or damaged ones.
+	ordered := mustParse(t, "SELECT * FROM c ORDER BY c.id")
+	page, err := ordered.Execute(newSliceSource(docs), ExecOptions{PageSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []Cursor{page.Last, {}, {cursorStream, 1, 2}, {0xFF}} {
+		if _, err := q.Execute(newSliceSource(docs), ExecOptions{PageSize: 10, After: after}); !errors.Is(err, ErrBadCursor) {
+			t.Errorf("After %x: err = %v; want ErrBadCursor", after, err)
+		}
+	}
+
+	// The work limit bounds cross products: 1 document, 10 a, 100 (a, b)
+	// and 1000 (a, b, d) bindings.
+	cross := mustParse(t, "SELECT VALUE COUNT(1) FROM c JOIN a IN c.a JOIN b IN c.a JOIN d IN c.a")
+	if _, err := cross.Execute(newSliceSource(docs), ExecOptions{PageSize: 1, WorkLimit: 1110}); !errors.Is(err, ErrWorkLimit) {
+		t.Errorf("work limit 1110: err = %v", err)
+	}
+	page, err = cross.Execute(newSliceSource(docs), ExecOptions{PageSize: 1, WorkLimit: 1111})
+	if err != nil || string(page.Rows[0]) != "1000" {
+		t.Errorf("work limit 1111: %v, %v", page, err)
+	}
+	// Bindings count even when a later JOIN yields no rows.
+	empty := mustParse(t, "SELECT VALUE COUNT(1) FROM c JOIN a IN c.a JOIN b IN c.a JOIN d IN c.none")
+	if _, err := empty.Execute(newSliceSource(docs), ExecOptions{PageSize: 1, WorkLimit: 100}); !errors.Is(err, ErrWorkLimit) {
+		t.Errorf("work limit over an empty JOIN: err = %v", err)
+	}
+	sub := mustParse(t, "SELECT VALUE ARRAY(SELECT VALUE 1 FROM x IN c.a JOIN y IN c.a) FROM c")
+	if _, err := sub.Execute(newSliceSource(docs), ExecOptions{PageSize: 1, WorkLimit: 50}); !errors.Is(err, ErrWorkLimit) {
+		t.Errorf("work limit in a subquery: err = %v", err)
+	}
+
+	// Query errors are *Error values with positions.
+	_, err = mustParse(t, "SELECT * FROM c\nWHERE c.a = @p").Execute(newSliceSource(docs), ExecOptions{PageSize: 1})
+	var e *Error
+	if !errors.As(err, &e) || e.Error() != "2:13: parameter @p has no value" {
+		t.Errorf("missing parameter: %v", err)
+	}
+}
+
+// rawSource returns a distinctive text for each document, to show that
+// SELECT * uses it.
+type rawSource struct{ sliceSource }
+
+func (s *rawSource) Raw() []byte { return []byte(`{"raw": true}`) }
+
+func TestExecuteRaw(t *testing.T) {
+	docs := testDocs(t, `{"id":"1"}`, `{"id":"2"}`)
+	for _, tt := range []struct {
+		query string
+		want  string
+	}{
+		{"SELECT * FROM c", `{"raw": true} {"raw": true}`},
+		{"SELECT * FROM root r WHERE r.id = '2'", `{"raw": true}`},
+		// Only whole documents in streaming order use the raw text.
+		{"SELECT * FROM c ORDER BY c.id DESC", `{"id":"2"} {"id":"1"}`},
+		{"SELECT VALUE c FROM c", `{"id":"1"} {"id":"2"}`},
+		{"SELECT * FROM c.id", `"1" "2"`},
+	} {
+		page, err := mustParse(t, tt.query).Execute(&rawSource{*newSliceSource(docs)}, ExecOptions{PageSize: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []string
+		for _, r := range page.Rows {
+			rows = append(rows, string(r))
+		}
+		if got := strings.Join(rows, " "); got != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.query, got, tt.want)
+		}
+	}
+}
+
+func TestResumeSeq(t *testing.T) {
+	docs := testDocs(t, `{"t":[1,2]}`, `{"t":[3]}`, `{"t":[4,5]}`)
+	q := mustParse(t, "SELECT VALUE t FROM c JOIN t IN c.t")
+	if _, ok := q.ResumeSeq(nil); ok {
+		t.Error("ResumeSeq(nil) ok")
+	}
+	page, err := q.Execute(newSliceSource(docs), ExecOptions{PageSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seq, ok := q.ResumeSeq(page.Last); !ok || seq != 3 {
+		t.Errorf("ResumeSeq = %d, %v; want 3 (the document of row 4)", seq, ok)
+	}
+	for _, src := range []string{"SELECT * FROM c ORDER BY c.t", "SELECT VALUE COUNT(1) FROM c", "SELECT DISTINCT * FROM c", "SELECT 1"} {
+		q := mustParse(t, src)
+		if _, ok := q.ResumeSeq(page.Last); ok {
+			t.Errorf("%s: ResumeSeq ok", src)
+		}
+		if h := q.Hints(nil); h.Streaming {
+			t.Errorf("%s: Hints.Streaming", src)
+		}
+	}
+}
+
+// TestEvalSubqueryEnv checks that Eval leaves its caller's variables alone
+// even when a subquery binds an alias of the same name.
+func TestEvalSubqueryEnv(t *testing.T) {
+	x, err := parseExprSource("ARRAY(SELECT VALUE c FROM c IN c.tags)", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := mustParseObject(t, `{"tags":["a","b"]}`)
+	env := &Env{Vars: map[string]jsonv.Value{"c": doc}}
+	before := maps.Clone(env.Vars)
+	v, ok, err := Eval(x, env)
+	if err != nil || !ok || string(jsonv.Marshal(v)) != `["a","b"]` {
+		t.Fatalf("Eval = %v, %v, %v", v, ok, err)
+	}
+	if !maps.EqualFunc(env.Vars, before, func(a, b jsonv.Value) bool { return a == b }) {
+		t.Errorf("Eval changed env.Vars: %v", env.Vars)
+	}
+}
+
+// TestQueryConcurrent runs one Query from several goroutines (go test -race).
+func TestQueryConcurrent(t *testing.T) {
+	docs := testDocs(t, `{"g":"a","t":[1,2]}`, `{"g":"b","t":[3]}`, `{"g":"a","t":[]}`)
+	q := mustParse(t, "SELECT c.g, COUNT(1) AS n, SUM((SELECT VALUE SUM(t) FROM t IN c.t)) AS s FROM c GROUP BY c.g")
+	want := `{"g":"a","n":2,"s":3} {"g":"b","n":1,"s":3}`
+	done := make(chan string)
+	for range 4 {
+		go func() {
+			rows, err := runAll(q, newSliceSource(docs), nil, 1, false)
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			done <- strings.Join(rows, " ")
+		}()
+	}
+	for range 4 {
+		if got := <-done; got != want {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	}
+}
+
+// TestStatementNesting checks that subqueries count towards MaxNesting, so
+// that no statement can nest deeper than the parser and evaluator allow.
+func TestStatementNesting(t *testing.T) {
+	nest := func(n int, open, close string) string {
+		return "SELECT VALUE " + strings.Repeat(open, n) + "1" + strings.Repeat(close, n)
+	}
+	for _, tt := range []struct {
+		src string
+		ok  bool
+	}{
+		{nest(10, "(SELECT VALUE ", ")"), true},
+		{nest(200, "(SELECT VALUE ", ")"), false},
+		{nest(200, "ARRAY(SELECT VALUE ", ")"), false},
+		{nest(200, "EXISTS(SELECT VALUE ", ")"), false},
+		{"SELECT VALUE 1 FROM c JOIN " + strings.Repeat("(SELECT VALUE 1 FROM c JOIN ", 200) + "x IN c.a" + strings.Repeat(")", 200), false},
+		{"SELECT " + strings.Repeat("c.a OR ", 2000) + "c.a FROM c", false},
+		{"SELECT " + strings.Repeat("c.a OR ", 1000) + "c.a AS x, COUNT(1) FROM c GROUP BY " + strings.Repeat("c.a OR ", 1000) + "c.a", true},
+	} {
+		_, err := Parse(tt.src)
+		if tt.ok {
+			if err != nil {
+				t.Errorf("%.40s...: %v", tt.src, err)
+			}
+			continue
+		}
+		var e *Error
+		if !errors.As(err, &e) || !strings.Contains(e.Msg, "exceeded max") {
+			t.Errorf("%.40s...: err = %v; want a nesting error", tt.src, err)
+		}
+	}
+	q := mustParse(t, nest(40, "ARRAY(SELECT VALUE ", ")"))
+	page, err := q.Execute(newSliceSource(nil), ExecOptions{PageSize: 1})
+	if err != nil || len(page.Rows) != 1 || !strings.HasPrefix(string(page.Rows[0]), "[[[[") {
+		t.Errorf("deep ARRAY: %v, %v", page, err)
+	}
+}
+
+func TestMatchWorkLimit(t *testing.T) {
+	cond, err := ParseCondition("FROM c WHERE EXISTS(SELECT VALUE 1 FROM a IN c.a JOIN b IN c.a JOIN d IN c.a JOIN e IN c.a WHERE a < 0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := mustParseObject(t, `{"a":[1,2,3]}`)
+	if ok, err := cond.Match(small); ok || err != nil {
+		t.Errorf("Match(small) = %v, %v", ok, err)
+	}
+	big := mustParseObject(t, `{"a":[`+strings.TrimSuffix(strings.Repeat("1,", 40), ",")+`]}`) // 40^4 > MatchWorkLimit
+	if _, err := cond.Match(big); !errors.Is(err, ErrWorkLimit) {
+		t.Errorf("Match(big): err = %v; want ErrWorkLimit", err)
+	}
+}

@@ -1,0 +1,330 @@
+package query
+
+import (
+	"strings"
+
+	"github.com/lethe-db/lethe/jsonv"
+)
+
+// Hints describe a query to the engine's index planner. They come from the
+// syntax alone (no I/O), and every hint is a necessary condition: a document
+// that fails one produces no row, so the engine may feed Execute only the
+// documents an index finds for any subset of them. Ignoring hints is always
+// correct.
+type Hints struct {
+	// Where lists the top-level AND conjuncts of WHERE that constrain a
+	// scalar property path of the document (not a JOIN or IN variable, no
+	// array index) in a way an index can serve.
+	Where []Hint
+	// OrderBy lists the ORDER BY keys when every key is such a path; nil
+	// otherwise.
+	OrderBy []OrderHint
+	// Streaming reports that rows come out in source order (no ORDER BY,
+	// GROUP BY, aggregate or DISTINCT): Execute stops reading once the page
+	// is full, and ResumeSeq gives the seq a later page restarts at.
+	Streaming bool
+	// Aggregate reports GROUP BY or aggregate functions: every page reads
+	// the whole source.
+	Aggregate bool
+}
+
+// HintKind says how a Hint constrains its path.
+type HintKind int
+
+const (
+	// HintEq: the value equals Values[0] (path = v, or a bare path, which
+	// must be true).
+	HintEq HintKind = iota + 1
+	// HintIn: the value equals one of Values (path IN (...)); Values may be
+	// empty, when no document can match.
+	HintIn
+	// HintRange: the value lies between Lo and Hi (<, <=, >, >=, BETWEEN).
+	// Comparisons hold only between values of one type, so only values of
+	// the bounds' type can match; when both bounds are set and their types
+	// differ, nothing matches.
+	HintRange
+	// HintPrefix: the value is a string starting with Values[0]
+	// (STARTSWITH(path, 'p') without ignoring case).
+	HintPrefix
+	// HintDefined: the path is defined (IS_DEFINED(path)).
+	HintDefined
+)
+
+// String returns the kind's name, e.g. "eq".
+func (k HintKind) String() string {
+	switch k {
+	case HintEq:
+		return "eq"
+	case HintIn:
+		return "in"
+	case HintRange:
+		return "range"
+	case HintPrefix:
+		return "prefix"
+	case HintDefined:
+		return "defined"
+	}
+	return "unknown"
+}
+
+// Hint is one necessary condition on a document path. Values, Lo and Hi are
+// null, booleans, numbers or strings, with parameters already resolved.
+type Hint struct {
+	Path   []string // property names from the document root
+	Kind   HintKind
+	Values []jsonv.Value // HintEq (one), HintIn (any number), HintPrefix (one string)
+
+	// HintRange bounds: Lo when HasLo, Hi when HasHi; each bound is
+	// included if its Incl is set.
+	Lo, Hi         jsonv.Value
+	LoIncl, HiIncl bool
+	HasLo, HasHi   bool
+}
+
+// OrderHint is one ORDER BY key that is a document path.
+type OrderHint struct {
+	Path []string
+	Desc bool
+}
+
+// Hints analyses the query for the index planner, resolving parameters from
+// params. A conjunct whose constant is a missing parameter, or not a scalar,
+// gives no hint.
+func (q *Query) Hints(params map[string]jsonv.Value) Hints {
+	s := q.stmt
+	h := Hints{
+		Streaming: s.plan == planStream && s.From != nil,
+		Aggregate: s.plan == planGroup || s.plan == planAggregate,
+	}
+	a := hintAnalyzer{params: params}
+	if s.From == nil || s.From.In || !a.rootPrefix(s.From.X) {
+		return h
+	}
+	a.root = s.From.Alias.Name
+	if s.Where != nil {
+		a.conjuncts(s.Where, &h.Where)
+	}
+	for _, o := range s.OrderBy {
+		path, ok := a.path(o.X)
+		if !ok {
+			h.OrderBy = nil
+			break
+		}
+		h.OrderBy = append(h.OrderBy, OrderHint{Path: path, Desc: o.Desc})
+	}
+	return h
+}
+
+type hintAnalyzer struct {
+	params map[string]jsonv.Value
+	root   string   // the FROM alias
+	prefix []string // the document path the alias stands for
+}
+
+// rootPrefix records the document path of a top-level FROM path (c, or
+// c.children); false if it has an array index.
+func (a *hintAnalyzer) rootPrefix(x Expr) bool {
+	for {
+		switch y := x.(type) {
+		case *Ident:
+			// Reverse: the names were collected from the end.
+			for i, j := 0, len(a.prefix)-1; i < j; i, j = i+1, j-1 {
+				a.prefix[i], a.prefix[j] = a.prefix[j], a.prefix[i]
+			}
+			return true
+		case *SelectorExpr:
+			a.prefix = append(a.prefix, y.Sel.Name)
+			x = y.X
+		case *IndexExpr:
+			s, ok := y.Index.(*Literal).Value.(string)
+			if !ok {
+				return false
+			}
+			a.prefix = append(a.prefix, s)
+			x = y.X
+		default:
+			return false
+		}
+	}
+}
+
+// path returns the document path of x if it is the root alias followed by
+// property names (c.a.b, c["a"], c[@name] with a string parameter).
+func (a *hintAnalyzer) path(x Expr) ([]string, bool) {
+	var rev []string
+	for {
+		switch y := x.(type) {
+		case *ParenExpr:
+			x = y.X
+			continue
+		case *Ident:
+			if y.Name != a.root {
+				return nil, false
+			}
+			path := append([]string(nil), a.prefix...)
+			for i := len(rev) - 1; i >= 0; i-- {
+				path = append(path, rev[i])
+			}
+			return path, len(path) > 0
+		case *SelectorExpr:
+			rev = append(rev, y.Sel.Name)
+			x = y.X
+			continue
+		case *IndexExpr:
+			v, ok := a.constant(y.Index)
+			s, isString := v.(string)
+			if !ok || !isString {
+				return nil, false
+			}
+			rev = append(rev, s)
+			x = y.X
+			continue
+		}
+		return nil, false
+	}
+}
+
+// constant returns the value of a literal or parameter, or of a unary minus
+// applied to one.
+func (a *hintAnalyzer) constant(x Expr) (jsonv.Value, bool) {
+	switch y := x.(type) {
+	case *ParenExpr:
+		return a.constant(y.X)
+	case *Literal:
+		return y.Value, y.Kind != UNDEFINED
+	case *Param:
+		v, ok := a.params[y.Name]
+		return v, ok
+	case *UnaryExpr:
+		if y.Op != SUB {
+			return nil, false
+		}
+		v, ok := a.constant(y.X)
+		if !ok {
+			return nil, false
+		}
+		v = unaryOp(SUB, v)
+		return v, !isUndefined(v)
+	}
+	return nil, false
+}
+
+// scalar returns a constant that is null, a boolean, a number or a string.
+func (a *hintAnalyzer) scalar(x Expr) (jsonv.Value, bool) {
+	v, ok := a.constant(x)
+	if !ok {
+		return nil, false
+	}
+	switch kindOf(v) {
+	case kindNull, kindBool, kindNumber, kindString:
+		return v, true
+	}
+	return nil, false
+}
+
+// conjuncts appends the hints of x's AND conjuncts.
+func (a *hintAnalyzer) conjuncts(x Expr, out *[]Hint) {
+	switch y := x.(type) {
+	case *ParenExpr:
+		a.conjuncts(y.X, out)
+		return
+	case *BinaryExpr:
+		if y.Op == AND {
+			a.conjuncts(y.X, out)
+			a.conjuncts(y.Y, out)
+			return
+		}
+	}
+	if h, ok := a.hint(x); ok {
+		*out = append(*out, h)
+	}
+}
+
+// flipped maps a comparison to the one with its operands swapped.
+var flipped = map[Token]Token{EQL: EQL, LSS: GTR, LEQ: GEQ, GTR: LSS, GEQ: LEQ}
+
+func (a *hintAnalyzer) hint(x Expr) (Hint, bool) {
+	if path, ok := a.path(x); ok { // a bare path must be true
+		return Hint{Path: path, Kind: HintEq, Values: []jsonv.Value{true}}, true
+	}
+	switch y := x.(type) {
+	case *BinaryExpr:
+		op, ok := flipped[y.Op]
+		if !ok {
+			return Hint{}, false
+		}
+		path, ok := a.path(y.X)
+		v, vok := a.scalar(y.Y)
+		if !ok || !vok {
+			if path, ok = a.path(y.Y); !ok {
+				return Hint{}, false
+			}
+			if v, vok = a.scalar(y.X); !vok {
+				return Hint{}, false
+			}
+		} else {
+			op = y.Op
+		}
+		h := Hint{Path: path, Kind: HintRange}
+		switch op {
+		case EQL:
+			h.Kind, h.Values = HintEq, []jsonv.Value{v}
+		case LSS, LEQ:
+			h.Hi, h.HasHi, h.HiIncl = v, true, op == LEQ
+		case GTR, GEQ:
+			h.Lo, h.HasLo, h.LoIncl = v, true, op == GEQ
+		}
+		return h, true
+	case *InExpr:
+		path, ok := a.path(y.X)
+		if !ok || y.Not {
+			return Hint{}, false
+		}
+		vals := []jsonv.Value{}
+		for _, item := range y.List {
+			v, ok := a.constant(item)
+			if !ok {
+				return Hint{}, false
+			}
+			switch kindOf(v) {
+			case kindNull, kindBool, kindNumber, kindString:
+				vals = append(vals, v)
+			default: // an array or object: no index can serve it
+				return Hint{}, false
+			}
+		}
+		return Hint{Path: path, Kind: HintIn, Values: vals}, true
+	case *BetweenExpr:
+		path, ok := a.path(y.X)
+		lo, lok := a.scalar(y.Lo)
+		hi, hok := a.scalar(y.Hi)
+		if !ok || y.Not || !lok || !hok {
+			return Hint{}, false
+		}
+		return Hint{Path: path, Kind: HintRange, Lo: lo, Hi: hi, HasLo: true, HasHi: true, LoIncl: true, HiIncl: true}, true
+	case *CallExpr:
+		name := strings.ToUpper(y.Fun.Name)
+		if len(y.Args) == 0 {
+			return Hint{}, false
+		}
+		path, ok := a.path(y.Args[0])
+		if !ok {
+			return Hint{}, false
+		}
+		switch {
+		case name == "IS_DEFINED" && len(y.Args) == 1:
+			return Hint{Path: path, Kind: HintDefined}, true
+		case name == "STARTSWITH" && (len(y.Args) == 2 || len(y.Args) == 3):
+			p, ok := a.constant(y.Args[1])
+			if s, isString := p.(string); ok && isString {
+				if len(y.Args) == 3 {
+					if ic, ok := a.constant(y.Args[2]); !ok || ic != false {
+						return Hint{}, false
+					}
+				}
+				return Hint{Path: path, Kind: HintPrefix, Values: []jsonv.Value{s}}, true
+			}
+		}
+	}
+	return Hint{}, false
+}
