@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/jsonv"
@@ -324,7 +325,7 @@ func (s *scope) patchTx(e *Engine, tx kv.Tx, suffix []byte, ref DocRef, p *Patch
 		return nil, err
 	}
 	if p.cond != nil {
-		ok, err := p.cond.Match(cur)
+		ok, err := p.cond.MatchAt(cur, time.Unix(s.now, 0).UTC())
 		if err != nil {
 			return nil, patchError("The patch condition could not be evaluated: %s", err.Error())
 		}

@@ -224,3 +224,26 @@ func TestReadFeedPaging(t *testing.T) {
 		t.Errorf("garbage continuation = %v; want BadRequest", err)
 	}
 }
+
+// TestPatchConditionSeesRequestInstant: current-time functions in a patch
+// condition read the request's instant.
+func TestPatchConditionSeesRequestInstant(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", "")
+	// The fake clock starts at 2023-11-14T22:13:20Z.
+	if err := te.create("c", `{"id":"a","pk":"p","until":"2023-11-14T22:13:25.0000000Z"}`); err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParsePatch([]byte(`{"condition":"FROM c WHERE c.until > GetCurrentDateTime()","operations":[{"op":"incr","path":"/n","value":1}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := te.PatchDocument(ctx, ref("c", "a", "p"), p, Conditions{}); err != nil {
+		t.Fatalf("condition before the instant: %v", err)
+	}
+	te.clock.Advance(10 * time.Second)
+	if _, err := te.PatchDocument(ctx, ref("c", "a", "p"), p, Conditions{}); lethe.ErrorCode(err) != lethe.CodePreconditionFailed {
+		t.Fatalf("condition after the instant: %v; want PreconditionFailed", err)
+	}
+}

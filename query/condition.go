@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lethe-db/lethe/jsonv"
 )
@@ -58,13 +59,21 @@ const MatchWorkLimit = 1_000_000
 // at all, which Cosmos semantics make rare: a subquery exceeding
 // MatchWorkLimit is one case.
 func (c *Condition) Match(doc *jsonv.Object) (bool, error) {
+	return c.MatchAt(doc, time.Time{})
+}
+
+// MatchAt is Match with the request's instant, which GetCurrentDateTime and the
+// other current-time functions read; a patch condition such as
+// "FROM c WHERE c.expiresAt > GetCurrentDateTime()" needs it. With a zero now
+// those functions report an error.
+func (c *Condition) MatchAt(doc *jsonv.Object, now time.Time) (bool, error) {
 	if doc == nil {
 		return false, errors.New("match condition: nil document")
 	}
 	if c.Where == nil {
 		return true, nil
 	}
-	env := Env{Vars: map[string]jsonv.Value{c.From.Name().Name: doc}, Source: c.src}
+	env := Env{Vars: map[string]jsonv.Value{c.From.Name().Name: doc}, Source: c.src, Now: now}
 	ev := evaluator{env: &env, ownsVars: true, work: &workCounter{left: MatchWorkLimit}}
 	v, err := ev.eval(c.Where)
 	if err != nil {
