@@ -3,10 +3,10 @@ package engine
 import (
 	"bytes"
 	"context"
-	"errors"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"hash/fnv"
 	"time"
 
