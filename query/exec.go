@@ -64,6 +64,15 @@ type ExecOptions struct {
 	// read the whole source and keep the first rows by (seq, ordinal) in a
 	// bounded heap, instead of stopping once the page is full.
 	Unordered bool
+	// SortedByFirstKey says the source yields documents in the order of the
+	// query's first ORDER BY key, in its direction (as encoded by the cursor
+	// order: undefined < null < false < true < number < string < array <
+	// object, numbers by value, strings by their bytes), ties in any order.
+	// An ORDER BY query then stops reading once no later document can enter
+	// the page: the cost follows the rows returned, not the source's size.
+	// The engine sets it when an index supplies that order. Ignored by other
+	// plans.
+	SortedByFirstKey bool
 	// WorkLimit caps the bindings the FROM and JOIN clauses may make in this
 	// call: each document, each array element of IN or JOIN, each row of a
 	// JOIN subquery, in subqueries too, whether WHERE keeps the row or not.
@@ -165,7 +174,7 @@ func (q *Query) Execute(src Source, opts ExecOptions) (*Page, error) {
 			}
 		}
 	}
-	rows, more, err := ex.run(in, runOpts{after: after, skip: skip, want: want, ordered: !opts.Unordered, final: final})
+	rows, more, err := ex.run(in, runOpts{after: after, skip: skip, want: want, ordered: !opts.Unordered, final: final, sortedFirst: opts.SortedByFirstKey})
 	if si != nil {
 		page.Examined = si.examined
 	}

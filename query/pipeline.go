@@ -60,11 +60,12 @@ type executor struct {
 // run may stop early. final says no row can follow the wanted ones (TOP or
 // LIMIT ends there), so a streaming run need not look for one.
 type runOpts struct {
-	after   []byte
-	skip    int
-	want    int
-	ordered bool
-	final   bool
+	after       []byte
+	skip        int
+	want        int
+	ordered     bool
+	final       bool
+	sortedFirst bool // the input comes in first ORDER BY key order (ExecOptions.SortedByFirstKey)
 }
 
 // outRow is a result row with its position.
@@ -79,6 +80,7 @@ type outRow struct {
 // computed: vars holds the row's alias bindings to project it from.
 type posRow struct {
 	pos      []byte
+	k1       int // length of the first ORDER BY key's encoding at the start of pos
 	val      jsonv.Value
 	vars     []jsonv.Value
 	deferred bool
@@ -258,12 +260,23 @@ func (ex *executor) restore(vals []jsonv.Value) {
 
 // orderKey appends the current row's ORDER BY keys to dst.
 func (ex *executor) orderKey(dst []byte) ([]byte, error) {
-	for _, k := range ex.s.OrderBy {
+	b, _, err := ex.orderKeyFirst(dst)
+	return b, err
+}
+
+// orderKeyFirst is orderKey that also returns where the first key's encoding
+// ends in the result.
+func (ex *executor) orderKeyFirst(dst []byte) ([]byte, int, error) {
+	first := len(dst)
+	for i, k := range ex.s.OrderBy {
 		v, err := ex.ev.eval(k.X)
 		if err != nil {
-			return dst, err
+			return dst, first, err
 		}
 		dst = appendKey(dst, v, k.Desc)
+		if i == 0 {
+			first = len(dst)
+		}
 	}
-	return dst, nil
+	return dst, first, nil
 }

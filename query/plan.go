@@ -76,11 +76,18 @@ func (ex *executor) runSorted(in input, o runOpts) ([]outRow, bool, error) {
 	if ex.s.plan == planStream && o.after != nil {
 		skipBefore = binary.BigEndian.Uint64(o.after)
 	}
+	sortedFirst := o.sortedFirst && ex.s.plan == planOrder
 	err := ex.eachDoc(in, skipBefore, func() (bool, error) {
-		buf, err := ex.orderKey(ex.buf[:0])
+		buf, k1, err := ex.orderKeyFirst(ex.buf[:0])
 		ex.buf = appendSeqOrd(buf, ex.seq, ex.rowOrd)
 		if err != nil {
 			return false, err
+		}
+		// With the input in first-key order, once the heap is full a row whose
+		// first key is beyond the worst kept row's cannot enter, and neither can
+		// any later one: stop reading.
+		if sortedFirst && len(h.rows) == h.k && bytes.Compare(ex.buf[:k1], h.rows[0].pos[:h.rows[0].k1]) > 0 {
+			return false, nil
 		}
 		if o.after != nil && bytes.Compare(ex.buf, o.after) <= 0 || !h.admits(ex.buf) {
 			return true, nil
@@ -96,6 +103,7 @@ func (ex *executor) runSorted(in input, o runOpts) ([]outRow, bool, error) {
 			r.val = v
 		}
 		r.pos = bytes.Clone(ex.buf)
+		r.k1 = k1
 		h.push(&r)
 		return true, nil
 	})
