@@ -264,7 +264,7 @@ func (x *indexSource) Raw() []byte { return x.raw }
 
 // indexMetrics renders the x-ms-cosmos-index-utilization value (base64 JSON, as
 // both SDKs decode it) for the plan used, or for a scan.
-func indexMetrics(plan *indexPlan) string {
+func indexMetrics(path []string) string {
 	type single struct {
 		FilterExpression string `json:"FilterExpression"`
 		IndexSpec        string `json:"IndexSpec"`
@@ -278,8 +278,8 @@ func indexMetrics(plan *indexPlan) string {
 		UtilizedC  []single `json:"UtilizedCompositeIndexes"`
 		PotentialC []single `json:"PotentialCompositeIndexes"`
 	}{Utilized: []single{}, Potential: []single{}, UtilizedC: []single{}, PotentialC: []single{}}
-	if plan != nil {
-		spec := "/" + strings.Join(plan.spec.path, "/") + "/?"
+	if path != nil {
+		spec := "/" + strings.Join(path, "/") + "/?"
 		m.Utilized = append(m.Utilized, single{IndexSpec: spec, FilterPreciseSet: true, IndexPreciseSet: true, IndexImpactScore: "High"})
 	}
 	b, _ := json.Marshal(m)

@@ -157,6 +157,7 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 		page, err := q.Execute(src, query.ExecOptions{
 			Params: opts.Params, Now: time.Unix(now, 0).UTC(), PageSize: pageSize(opts.MaxItems),
 			After: tok.Cursor, Emitted: tok.Emitted, WorkLimit: queryWorkLimit,
+			SortedByFirstKey: plan.sorted, Unordered: plan.sorted,
 		})
 		if err != nil {
 			return queryError(err)
@@ -167,7 +168,7 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 		}
 		out = QueryPage{Rows: page.Rows, ContainerRID: s.c.RID, Examined: examined}
 		if opts.IndexMetrics {
-			out.IndexMetrics = indexMetrics(plan)
+			out.IndexMetrics = indexMetrics(plan.path)
 		}
 		if page.More {
 			out.Continuation = encodeQueryToken(queryToken{RID: s.c.RID, Query: qh, Cursor: page.Last, Emitted: page.Emitted})
@@ -185,30 +186,48 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 // querySource picks how a query reads the container: an index plan when the
 // index is usable and a WHERE conjunct can use it, else a scan in insertion
 // order. Partition scoping (a full key or a hierarchical prefix) applies either way.
-func (s *scope) querySource(r kv.Reader, q *query.Query, opts QueryOptions) (querySource, *indexPlan, error) {
+func (s *scope) querySource(r kv.Reader, q *query.Query, opts QueryOptions) (querySource, sourcePlan, error) {
 	var pkPrefix []byte
 	if opts.PK != nil {
 		if len(opts.PK) > len(s.c.PKPaths) {
-			return nil, nil, pkMismatch()
+			return nil, sourcePlan{}, pkMismatch()
 		}
 		pk := opts.PK
 		if len(pk) == 0 {
 			var err error
 			if pk, err = normalizePK(pk, s.c.PKPaths); err != nil {
-				return nil, nil, err
+				return nil, sourcePlan{}, err
 			}
 		}
 		pkPrefix = appendTuple(nil, pk)
 	}
 	if s.c.indexUsable() {
-		if plan, ok := s.planIndex(filtersFromHints(q.Hints(opts.Params))); ok {
+		h := q.Hints(opts.Params)
+		filters := filtersFromHints(h)
+		plan, usable := s.planIndex(filters)
+		// An equality or IN lookup is usually narrower than reading in order.
+		if usable && plan.spec.kind <= filterIn {
 			src, err := s.indexSource(r, plan, pkPrefix)
-			return src, plan, err
+			return src, sourcePlan{path: plan.spec.path}, err
+		}
+		if op, ok := s.planOrdered(r, h, filters); ok {
+			return s.orderedSource(r, op, pkPrefix), sourcePlan{path: op.path, sorted: true}, nil
+		}
+		if usable {
+			src, err := s.indexSource(r, plan, pkPrefix)
+			return src, sourcePlan{path: plan.spec.path}, err
 		}
 	}
 	src := &docSource{s: s, r: r, pkPrefix: pkPrefix}
 	src.seek(0)
-	return src, nil, nil
+	return src, sourcePlan{}, nil
+}
+
+// sourcePlan says how a query reads its container: the indexed path it uses
+// (nil for a scan) and whether documents come in first ORDER BY key order.
+type sourcePlan struct {
+	path   []string
+	sorted bool
 }
 
 // queryError turns an execution failure into a BadRequest: the query, not the

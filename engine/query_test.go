@@ -50,6 +50,10 @@ func TestIndexedQueriesEqualScans(t *testing.T) {
 		if rng.IntN(4) > 0 {
 			body += `,"v":` + vals[rng.IntN(len(vals))]
 		}
+		mixed := []string{`1`, `2.5`, `-4`, `"a"`, `"b"`, `"ab"`, `true`, `false`, `null`, `"` + strings.Repeat("L", 130) + `z"`, `"` + strings.Repeat("L", 130) + `a"`, `"` + strings.Repeat("L", 126) + `"`}
+		if rng.IntN(5) > 0 {
+			body += `,"m":` + mixed[rng.IntN(len(mixed))]
+		}
 		body += fmt.Sprintf(`,"s":"%c%d","o":{"w":%s}}`, 'a'+rune(rng.IntN(4)), rng.IntN(10), vals[rng.IntN(len(vals))])
 		for _, c := range []string{"idx", "scan"} {
 			if err := te.create(c, body); err != nil {
@@ -78,6 +82,16 @@ func TestIndexedQueriesEqualScans(t *testing.T) {
 		"SELECT TOP 7 c.id FROM c WHERE c.n > 2",
 		"SELECT c.id FROM c WHERE c.n > 2 OFFSET 5 LIMIT 6",
 		"SELECT c.id FROM c WHERE c.v IN ('zz')",
+		"SELECT c.id, c.m FROM c ORDER BY c.m DESC",
+		"SELECT c.id FROM c ORDER BY c.m DESC OFFSET 3 LIMIT 5",
+		"SELECT TOP 3 c.id FROM c ORDER BY c.m DESC",
+		"SELECT c.id, c.m FROM c WHERE c.m >= 'a' ORDER BY c.m",
+		"SELECT c.id FROM c WHERE c.m > 0 ORDER BY c.m OFFSET 0 LIMIT 10",
+		"SELECT c.id FROM c WHERE c.m IN (1, 'b', true, null) ORDER BY c.m DESC",
+		"SELECT c.id FROM c WHERE IS_DEFINED(c.m) ORDER BY c.m, c.id DESC",
+		"SELECT c.id FROM c WHERE STARTSWITH(c.m, 'L') ORDER BY c.m DESC, c.id",
+		"SELECT c.id FROM c ORDER BY c.m",
+		"SELECT c.id FROM c WHERE c.n = 3 ORDER BY c.m DESC",
 	}
 	params := map[string]jsonv.Value{"n": jsonv.Number("4")}
 	for _, q := range queries {
@@ -174,5 +188,33 @@ func TestQueryContinuationsAreBound(t *testing.T) {
 	}
 	if _, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: "SELECT * FROM c WHERE"}); lethe.ErrorCode(err) != lethe.CodeBadRequest || !strings.Contains(lethe.ErrorMessage(err), "1:") {
 		t.Errorf("syntax error = %v; want BadRequest with a position", err)
+	}
+}
+
+// TestOrderedIndexIsProportionalToRows: ORDER BY ... DESC OFFSET 0 LIMIT 10 reads
+// about ten documents from the index, not the container.
+func TestOrderedIndexIsProportionalToRows(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", "")
+	for i := range 3000 {
+		if err := te.create("c", fmt.Sprintf(`{"id":"d%d","pk":"p","t":%d}`, i, (i*7919)%3000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		"SELECT c.id, c.t FROM c ORDER BY c.t DESC OFFSET 0 LIMIT 10",
+		"SELECT c.id, c.t FROM c WHERE c.t >= 0 ORDER BY c.t OFFSET 0 LIMIT 10",
+	} {
+		page, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: q, IndexMetrics: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Rows) != 10 || page.Examined > 30 {
+			t.Errorf("%s: %d rows, %d examined; want 10 rows and about 10 examined", q, len(page.Rows), page.Examined)
+		}
+		if !strings.Contains(decodeMetrics(t, page.IndexMetrics), `"/t/?"`) {
+			t.Errorf("%s: metrics %s", q, decodeMetrics(t, page.IndexMetrics))
+		}
 	}
 }

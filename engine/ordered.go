@@ -1,0 +1,301 @@
+package engine
+
+import (
+	"bytes"
+	"slices"
+	"sort"
+
+	"github.com/lethe-db/lethe/jsonv"
+	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/query"
+)
+
+// An ordered index plan serves ORDER BY from the index: it yields documents in
+// the order of the first ORDER BY key, so the executor stops reading once the
+// page is settled (query.ExecOptions.SortedByFirstKey). It must reproduce the
+// executor's order exactly: undefined < null < false < true < number < string
+// < array < object. Hence:
+//   - ascending, it is used only when a WHERE conjunct on the same path
+//     excludes undefined values (they would come first and have no entry);
+//   - descending without such a conjunct, documents without the property
+//     (undefined, last) are found by a scan after the index is exhausted, which
+//     costs nothing when the page fills first;
+//   - a path holding arrays or objects is not served (the index does not order
+//     them);
+//   - strings long enough to have been cut to the indexed prefix are regrouped
+//     and sorted by their full value.
+
+// orderedPlan describes an ordered index read.
+type orderedPlan struct {
+	path   []string
+	desc   bool
+	ranges []keyRange // ascending
+	tail   bool       // then documents where the path is undefined
+	spec   *filterSpec
+}
+
+// planOrdered decides whether ORDER BY can read the index in order.
+func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec) (*orderedPlan, bool) {
+	if len(h.OrderBy) == 0 {
+		return nil, false
+	}
+	first := h.OrderBy[0]
+	if !s.l.index.indexed(first.Path) {
+		return nil, false
+	}
+	prefix := indexPrefix(s.rid, first.Path)
+	marker := append(append([]byte(nil), prefix...), tagContainer)
+	it := r.Scan(marker, kv.PrefixEnd(marker), false)
+	hasContainers := it.Next()
+	it.Close()
+	if hasContainers {
+		return nil, false
+	}
+	p := &orderedPlan{path: first.Path, desc: first.Desc}
+	for i, f := range filters {
+		if !slices.Equal(f.path, first.Path) {
+			continue
+		}
+		if ranges, ok := indexRanges(s.rid, f); ok {
+			slices.SortFunc(ranges, func(a, b keyRange) int { return bytes.Compare(a.start, b.start) })
+			p.ranges, p.spec = ranges, &filters[i]
+			return p, true
+		}
+	}
+	if !first.Desc {
+		return nil, false
+	}
+	p.ranges = []keyRange{{prefix, kv.PrefixEnd(prefix)}}
+	p.tail = true
+	return p, true
+}
+
+// orderedSource yields the documents of an ordered plan.
+type orderedSource struct {
+	s        *scope
+	r        kv.Reader
+	plan     *orderedPlan
+	pkPrefix []byte
+	prefix   []byte
+
+	ri      int         // next range
+	it      kv.Iterator // current range
+	pending []candidate // a regrouped run of cut strings, in order
+	tail    *docSource  // the undefined documents, once the index is done
+	peeked  *peekedEntry
+	done    bool
+
+	examined, scanned int
+	raw               []byte
+	err               error
+}
+
+func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, pkPrefix []byte) *orderedSource {
+	return &orderedSource{s: s, r: r, plan: plan, pkPrefix: pkPrefix, prefix: indexPrefix(s.rid, plan.path)}
+}
+
+type peekedEntry struct{ key, value []byte }
+
+// nextEntry returns the next index entry in plan order.
+func (x *orderedSource) nextEntry() (key, value []byte, ok bool) {
+	if p := x.peeked; p != nil {
+		x.peeked = nil
+		return p.key, p.value, true
+	}
+	for {
+		if x.it != nil {
+			if x.it.Next() {
+				return x.it.Key(), x.it.Value(), true
+			}
+			if err := x.it.Close(); err != nil && x.err == nil {
+				x.err = err
+			}
+			x.it = nil
+		}
+		if x.ri >= len(x.plan.ranges) {
+			return nil, nil, false
+		}
+		i := x.ri
+		if x.plan.desc {
+			i = len(x.plan.ranges) - 1 - x.ri
+		}
+		x.ri++
+		kr := x.plan.ranges[i]
+		x.it = x.r.Scan(kr.start, kr.end, x.plan.desc)
+	}
+}
+
+// maybeCut reports whether an encoded index value may be a string cut to the
+// indexed prefix (its entries then need regrouping by full value).
+func maybeCut(enc []byte) bool {
+	return len(enc) > 0 && enc[0] == tagString && len(enc) >= maxIndexedString-3
+}
+
+// Next implements query.Source.
+func (x *orderedSource) Next() (*jsonv.Object, uint64, bool, error) {
+	for !x.done {
+		var c candidate
+		switch {
+		case len(x.pending) > 0:
+			c, x.pending = x.pending[0], x.pending[1:]
+		case x.tail != nil:
+			return x.nextUndefined()
+		default:
+			key, value, ok := x.nextEntry()
+			if !ok {
+				if x.err != nil {
+					return nil, 0, false, x.err
+				}
+				if x.plan.tail {
+					x.tail = &docSource{s: x.s, r: x.r, pkPrefix: x.pkPrefix}
+					x.tail.seek(0)
+					continue
+				}
+				x.done = true
+				continue
+			}
+			x.scanned++
+			enc := key[len(x.prefix) : len(key)-8]
+			c = candidate{seqOf(key), append([]byte(nil), value...)}
+			if maybeCut(enc) {
+				x.pending = x.regroup(enc, c)
+				continue
+			}
+		}
+		o, ok, err := x.load(c)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		if ok {
+			return o, c.seq, true, nil
+		}
+	}
+	return nil, 0, false, nil
+}
+
+// regroup collects every entry sharing a possibly cut string value, and orders
+// them by their documents' full values. The first entry after the run is kept
+// for nextEntry.
+func (x *orderedSource) regroup(enc []byte, first candidate) []candidate {
+	enc = append([]byte(nil), enc...)
+	group := []candidate{first}
+	for {
+		key, value, ok := x.nextEntry()
+		if !ok {
+			break
+		}
+		if !bytes.Equal(key[len(x.prefix):len(key)-8], enc) {
+			x.peeked = &peekedEntry{append([]byte(nil), key...), append([]byte(nil), value...)}
+			break
+		}
+		x.scanned++
+		group = append(group, candidate{seqOf(key), append([]byte(nil), value...)})
+	}
+	return x.sortByFull(group)
+}
+
+func (x *orderedSource) sortByFull(group []candidate) []candidate {
+	full := make([]string, len(group))
+	for i, c := range group {
+		if rec, err := lookup(x.r, x.s.rid, c.suffix); err == nil && rec != nil {
+			if o, err := jsonv.ParseObject(rec.json); err == nil {
+				full[i], _ = valueAt(o, x.plan.path).(string)
+			}
+		}
+	}
+	idx := make([]int, len(group))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		if x.plan.desc {
+			return full[idx[a]] > full[idx[b]]
+		}
+		return full[idx[a]] < full[idx[b]]
+	})
+	out := make([]candidate, len(group))
+	for i, j := range idx {
+		out[i] = group[j]
+	}
+	return out
+}
+
+// load reads a candidate's document if it is live and in scope.
+func (x *orderedSource) load(c candidate) (*jsonv.Object, bool, error) {
+	if x.pkPrefix != nil && !bytes.HasPrefix(c.suffix, x.pkPrefix) {
+		return nil, false, nil
+	}
+	rec, err := lookup(x.r, x.s.rid, c.suffix)
+	if err != nil {
+		x.err = err
+		return nil, false, err
+	}
+	if rec == nil || rec.seq != c.seq || !x.s.live(rec) {
+		return nil, false, nil
+	}
+	x.examined++
+	o, err := jsonv.ParseObject(rec.json)
+	if err != nil {
+		x.err = err
+		return nil, false, err
+	}
+	x.raw = rec.json
+	return o, true, nil
+}
+
+// nextUndefined yields, after the index, the documents without the property.
+func (x *orderedSource) nextUndefined() (*jsonv.Object, uint64, bool, error) {
+	for {
+		o, seq, ok, err := x.tail.Next()
+		if err != nil || !ok {
+			x.done = !ok
+			return nil, 0, false, err
+		}
+		if valueAt(o, x.plan.path) == nil {
+			if _, present := lookupPath(o, x.plan.path); !present {
+				x.raw = x.tail.raw
+				return o, seq, true, nil
+			}
+		}
+	}
+}
+
+// lookupPath reports the value at path and whether it is present.
+func lookupPath(o *jsonv.Object, path []string) (jsonv.Value, bool) {
+	var cur jsonv.Value = o
+	for _, s := range path {
+		obj, ok := cur.(*jsonv.Object)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = obj.Get(s); !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func seqOf(key []byte) uint64 {
+	k := key[len(key)-8:]
+	return uint64(k[0])<<56 | uint64(k[1])<<48 | uint64(k[2])<<40 | uint64(k[3])<<32 | uint64(k[4])<<24 | uint64(k[5])<<16 | uint64(k[6])<<8 | uint64(k[7])
+}
+
+// Raw returns the stored JSON of the document Next returned last.
+func (x *orderedSource) Raw() []byte { return x.raw }
+
+func (x *orderedSource) seek(uint64) {} // the executor skips rows up to its cursor
+func (x *orderedSource) close() {
+	if x.it != nil {
+		x.it.Close()
+	}
+	if x.tail != nil {
+		x.tail.close()
+	}
+}
+func (x *orderedSource) stats() (int, error) {
+	n := x.examined + x.scanned/10
+	if x.tail != nil {
+		n += x.tail.examined
+	}
+	return n, x.err
+}
