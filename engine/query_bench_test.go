@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/kv/pebblekv"
+)
+
+// Query benchmarks over LETHE_BENCH_QUERY_DOCS documents (default 100,000) in
+// two containers with the same documents: "idx" with the default indexing
+// policy and "scan" with indexing mode none, which forces every query to scan.
+//
+//	go test ./engine -run x -bench Query -benchtime 20x
+//
+// Compare ns/op of the index/… and scan/… runs of the same query.
+
+var (
+	queryBenchOnce sync.Once
+	queryBench     *Engine
+)
+
+func queryBenchEngine(b *testing.B) *Engine {
+	queryBenchOnce.Do(func() {
+		n := benchEnv("LETHE_BENCH_QUERY_DOCS", 100_000)
+		store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e, err := Open(context.Background(), Options{Store: store, DisablePurger: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range []string{
+			`{"id":"idx","partitionKey":{"paths":["/pk"]}}`,
+			`{"id":"scan","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"indexingMode":"none","automatic":false}}`,
+		} {
+			if _, err := e.CreateContainer(ctx, "db", []byte(c)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ops := make([]BatchOp, 0, 100)
+		for i := 0; i < n; i += 100 {
+			ops = ops[:0]
+			p := fmt.Sprintf("p%d", i/100)
+			for j := i; j < min(n, i+100); j++ {
+				// k has 10,000 distinct values: an equality matches n/10,000 documents.
+				ops = append(ops, BatchOp{Type: "Create", Body: []byte(fmt.Sprintf(`{"id":"d%d","pk":"%s","k":%d,"t":%d,"name":"user %d","tags":["a","b"]}`, j, p, j%10_000, (j*7919)%n, j))})
+			}
+			for _, c := range []string{"idx", "scan"} {
+				if _, ok, err := e.ExecuteBatch(ctx, "db", c, lethe.PartitionKey{p}, ops); err != nil || !ok {
+					b.Fatalf("load: %v", err)
+				}
+			}
+		}
+		queryBench = e
+	})
+	return queryBench
+}
+
+func BenchmarkQuery(b *testing.B) {
+	e := queryBenchEngine(b)
+	queries := []struct{ name, text string }{
+		{"equality", "SELECT * FROM c WHERE c.k = 4242"},
+		{"in-100rows", "SELECT * FROM c WHERE c.k IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)"},
+		{"orderby-desc-limit10", "SELECT c.id, c.t FROM c ORDER BY c.t DESC OFFSET 0 LIMIT 10"},
+		{"orderby-range-limit10", "SELECT c.id, c.t FROM c WHERE c.t >= 0 ORDER BY c.t OFFSET 0 LIMIT 10"},
+	}
+	for _, q := range queries {
+		for _, coll := range []string{"idx", "scan"} {
+			b.Run(q.name+"/"+coll, func(b *testing.B) {
+				rows := 0
+				for range b.N {
+					page, err := e.QueryDocuments(ctx, "db", coll, QueryOptions{Text: q.text, MaxItems: 100})
+					if err != nil {
+						b.Fatal(err)
+					}
+					rows = len(page.Rows)
+				}
+				b.ReportMetric(float64(rows), "rows/op")
+			})
+		}
+	}
+}
