@@ -318,17 +318,17 @@ type sliceSource struct {
 }
 
 func (s *sliceSource) Next() (*jsonv.Object, uint64, bool, error) {
-	for s.i < len(s.items) {
-		b := s.items[s.i]
-		s.i++
-		o, err := jsonv.ParseObject(b)
-		if err != nil {
-			return nil, 0, false, err
-		}
-		s.raw = b
-		return o, uint64(s.i), true, nil
+	if s.i >= len(s.items) {
+		return nil, 0, false, nil
 	}
-	return nil, 0, false, nil
+	b := s.items[s.i]
+	s.i++
+	o, err := jsonv.ParseObject(b)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	s.raw = b
+	return o, uint64(s.i), true, nil
 }
 
 func (s *sliceSource) Raw() []byte { return s.raw }
