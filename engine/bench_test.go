@@ -50,7 +50,7 @@ func openBenchEngine(b *testing.B, dir string, clock *fakeClock) (*Engine, *pebb
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := Open(ctx, Options{Store: store, Now: clock.Now, DisablePurger: true})
+	e, err := Open(ctx, Options{Store: store, Now: clock.Now, DisableBackground: true})
 	if err != nil {
 		b.Fatal(err)
 	}

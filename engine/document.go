@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/jsonv"
@@ -36,7 +37,8 @@ type scope struct {
 	rid  [8]byte
 	pol  ttl.Policy
 	now  int64
-	lsns []uint64 // LSNs allocated, for session tokens
+	at   time.Time // the precise instant within now's second, for current-time functions
+	lsns []uint64  // LSNs allocated, for session tokens
 }
 
 func (e *Engine) scope(r kv.Reader, dbID, collID string, now int64) (*scope, error) {
@@ -397,7 +399,7 @@ type WriteResult struct {
 
 // update runs fn in a read-write transaction over the container at one instant.
 func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.Tx, s *scope) error) error {
-	now, err := e.now(ctx)
+	now, at, err := e.instant(ctx)
 	if err != nil {
 		return err
 	}
@@ -406,6 +408,7 @@ func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.
 		if err != nil {
 			return err
 		}
+		s.at = at
 		return fn(tx, s)
 	})
 }

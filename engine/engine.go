@@ -35,8 +35,13 @@ type Options struct {
 	// PurgeBatch is how many documents one purge transaction deletes at most.
 	// The default is 512.
 	PurgeBatch int
-	// DisablePurger turns the background purger off; tests then call Purge.
+	// DisablePurger stops the physical deletion of expired documents (clients
+	// see no difference: expiry is decided on every request). Background
+	// re-indexing still runs.
 	DisablePurger bool
+	// DisableBackground starts no background goroutine at all: tests then call
+	// Purge and BuildIndexes themselves.
+	DisableBackground bool
 }
 
 // EnsureDefaults fills in the defaults of unset fields.
@@ -99,7 +104,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	// across restarts without persisting a counter.
 	e.lsn.Store(uint64(max(opts.Now().UnixMicro(), e.hwm.Load()*1e6)))
 	e.purger = newPurger(e)
-	if !opts.DisablePurger {
+	if !opts.DisableBackground {
 		e.purger.start()
 	}
 	return e, nil
@@ -139,6 +144,22 @@ func (e *Engine) now(ctx context.Context) (int64, error) {
 
 // Now returns the server's current time in Unix seconds, as operations see it.
 func (e *Engine) Now(ctx context.Context) (int64, error) { return e.now(ctx) }
+
+// instant returns an operation's now in whole seconds (what expiry is judged
+// against) and the precise instant within that second, for the query
+// language's current-time functions. When the wall clock is behind the
+// high-water mark the precise instant is the start of that second.
+func (e *Engine) instant(ctx context.Context) (int64, time.Time, error) {
+	wall := e.opts.Now()
+	now, err := e.now(ctx)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	if wall.Unix() != now {
+		return now, time.Unix(now, 0).UTC(), nil
+	}
+	return now, wall.UTC(), nil
+}
 
 // begin marks a user operation in progress until the returned func is called.
 func (e *Engine) begin() func() {

@@ -54,7 +54,7 @@ func newTestEngine(t *testing.T) *testEngine {
 		t.Fatal(err)
 	}
 	clock := newFakeClock()
-	e, err := Open(context.Background(), Options{Store: store, Now: clock.Now, DisablePurger: true})
+	e, err := Open(context.Background(), Options{Store: store, Now: clock.Now, DisableBackground: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func openTestEngine(t *testing.T, store kv.Store, opts Options) *testEngine {
 func (te *testEngine) reopen() {
 	te.t.Helper()
 	te.Engine.Close()
-	e, err := Open(context.Background(), Options{Store: te.store, Now: te.clock.Now, DisablePurger: true})
+	e, err := Open(context.Background(), Options{Store: te.store, Now: te.clock.Now, DisableBackground: true})
 	if err != nil {
 		te.t.Fatal(err)
 	}

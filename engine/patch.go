@@ -5,7 +5,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/jsonv"
@@ -325,7 +324,7 @@ func (s *scope) patchTx(e *Engine, tx kv.Tx, suffix []byte, ref DocRef, p *Patch
 		return nil, err
 	}
 	if p.cond != nil {
-		ok, err := p.cond.MatchAt(cur, time.Unix(s.now, 0).UTC())
+		ok, err := p.cond.MatchAt(cur, s.at)
 		if err != nil {
 			return nil, patchError("The patch condition could not be evaluated: %s", err.Error())
 		}

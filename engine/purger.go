@@ -84,7 +84,10 @@ func (p *purger) run() {
 		case <-p.kickc:
 		case <-timer.C:
 		}
-		_, err := p.e.purge(ctx, true)
+		var err error
+		if !p.e.opts.DisablePurger {
+			_, err = p.e.purge(ctx, true)
+		}
 		if err == nil {
 			err = p.e.buildIndexesYielding(ctx)
 		}

@@ -113,7 +113,7 @@ func TestPurgeDeletesExactlyTheExpired(t *testing.T) {
 // of the container.
 func TestPurgeWorkIsProportionalToExpired(t *testing.T) {
 	cs := &countingStore{Store: newMemStore(t)}
-	te := openTestEngine(t, cs, Options{DisablePurger: true})
+	te := openTestEngine(t, cs, Options{DisableBackground: true})
 	e, clock := te.Engine, te.clock
 	te.mustDB("db")
 	te.mustContainer("c", `"defaultTtl":1000`)
@@ -142,7 +142,7 @@ func TestPurgeWorkIsProportionalToExpired(t *testing.T) {
 // TestPurgeIsFairAcrossContainers: each container gets a batch before any gets a second.
 func TestPurgeIsFairAcrossContainers(t *testing.T) {
 	cs := &countingStore{Store: newMemStore(t)}
-	te := openTestEngine(t, cs, Options{DisablePurger: true, PurgeBatch: 10})
+	te := openTestEngine(t, cs, Options{DisableBackground: true, PurgeBatch: 10})
 	e, clock := te.Engine, te.clock
 	te.mustDB("db")
 	for _, c := range []string{"big", "small1", "small2"} {
@@ -248,7 +248,7 @@ func TestBackgroundPurger(t *testing.T) {
 // index where the last batch stopped, across both indexes, and still deletes
 // exactly the expired documents.
 func TestPurgeCursorsAcrossManySmallBatches(t *testing.T) {
-	te := openTestEngine(t, newMemStore(t), Options{DisablePurger: true, PurgeBatch: 7})
+	te := openTestEngine(t, newMemStore(t), Options{DisableBackground: true, PurgeBatch: 7})
 	e, clock := te.Engine, te.clock
 	te.mustDB("db")
 	te.mustContainer("c", `"defaultTtl":50`)

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/fnv"
-	"time"
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/jsonv"
@@ -129,7 +128,7 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 	if err != nil {
 		return QueryPage{}, err
 	}
-	now, err := e.now(ctx)
+	now, precise, err := e.instant(ctx)
 	if err != nil {
 		return QueryPage{}, err
 	}
@@ -155,7 +154,7 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 			}
 		}
 		page, err := q.Execute(src, query.ExecOptions{
-			Params: opts.Params, Now: time.Unix(now, 0).UTC(), PageSize: pageSize(opts.MaxItems),
+			Params: opts.Params, Now: precise, PageSize: pageSize(opts.MaxItems),
 			After: tok.Cursor, Emitted: tok.Emitted, WorkLimit: queryWorkLimit,
 			SortedByFirstKey: plan.sorted, Unordered: plan.sorted,
 		})
@@ -340,7 +339,7 @@ func (e *Engine) QueryResources(ctx context.Context, items []Resource, opts Quer
 	if err != nil {
 		return QueryPage{}, err
 	}
-	now, err := e.now(ctx)
+	_, precise, err := e.instant(ctx)
 	if err != nil {
 		return QueryPage{}, err
 	}
@@ -351,7 +350,7 @@ func (e *Engine) QueryResources(ctx context.Context, items []Resource, opts Quer
 	}
 	src := &sliceSource{items: bodies(items)}
 	page, err := q.Execute(src, query.ExecOptions{
-		Params: opts.Params, Now: time.Unix(now, 0).UTC(), PageSize: pageSize(opts.MaxItems),
+		Params: opts.Params, Now: precise, PageSize: pageSize(opts.MaxItems),
 		After: tok.Cursor, Emitted: tok.Emitted, WorkLimit: queryWorkLimit,
 	})
 	if err != nil {

@@ -30,7 +30,7 @@ func queryBenchEngine(b *testing.B) *Engine {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e, err := Open(context.Background(), Options{Store: store, DisablePurger: true})
+		e, err := Open(context.Background(), Options{Store: store, DisableBackground: true})
 		if err != nil {
 			b.Fatal(err)
 		}

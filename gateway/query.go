@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -52,7 +53,11 @@ func (rq *request) queryOptions() (engine.QueryOptions, error) {
 		return opts, err
 	}
 	opts.Continuation = rq.header("x-ms-continuation")
-	opts.IndexMetrics = rq.flag("x-ms-cosmos-populateindexmetrics")
+	// The Go SDK asks with x-ms-cosmos-populateindexmetrics (and gets base64
+	// JSON); the JavaScript SDK 4.x asks with x-ms-cosmos-populateindexmetrics-V2
+	// and decodes the answer with decodeURIComponent + JSON.parse (its
+	// FeedResponse.indexMetrics), so it needs the V2 format (writeQueryPage).
+	opts.IndexMetrics = rq.flag("x-ms-cosmos-populateindexmetrics") || rq.flag(headerIndexMetricsV2)
 	return opts, nil
 }
 
@@ -99,7 +104,11 @@ func (s *Server) queryDocuments(w http.ResponseWriter, rq *request) {
 func (s *Server) writeQueryPage(w http.ResponseWriter, rq *request, page engine.QueryPage, rid, list string) {
 	rq.charge = page.Charge
 	if page.IndexMetrics != "" {
-		w.Header().Set("x-ms-cosmos-index-utilization", page.IndexMetrics)
+		v := page.IndexMetrics
+		if rq.flag(headerIndexMetricsV2) {
+			v = indexMetricsV2(v)
+		}
+		w.Header().Set("x-ms-cosmos-index-utilization", v)
 	}
 	if page.Continuation != "" {
 		w.Header().Set("x-ms-continuation", page.Continuation)
@@ -121,4 +130,74 @@ func (s *Server) queryResources(w http.ResponseWriter, rq *request, items []engi
 		return
 	}
 	s.writeQueryPage(w, rq, page, "", list)
+}
+
+// headerIndexMetricsV2 is how clients ask for index metrics in the V2 format.
+const headerIndexMetricsV2 = "x-ms-cosmos-populateindexmetrics-V2"
+
+// indexMetricsV2 converts the engine's index utilization report (base64 of the
+// V1 JSON {"UtilizedSingleIndexes": [...], "PotentialSingleIndexes": [...],
+// ...}) to the V2 format the service sends to clients that ask with
+// x-ms-cosmos-populateindexmetrics-V2: percent-encoded JSON
+// {"UtilizedIndexes": {"SingleIndexes": [{"IndexSpec", "IndexImpactScore"}],
+// "CompositeIndexes": []}, "PotentialIndexes": {...}}. A report it cannot read
+// is passed through unchanged.
+func indexMetricsV2(v1 string) string {
+	raw, err := base64.StdEncoding.DecodeString(v1)
+	if err != nil {
+		return v1
+	}
+	type single struct {
+		IndexSpec        string `json:"IndexSpec"`
+		IndexImpactScore string `json:"IndexImpactScore,omitempty"`
+	}
+	type composite struct {
+		IndexSpecs       []string `json:"IndexSpecs"`
+		IndexImpactScore string   `json:"IndexImpactScore,omitempty"`
+	}
+	var in struct {
+		UtilizedSingle     []single    `json:"UtilizedSingleIndexes"`
+		PotentialSingle    []single    `json:"PotentialSingleIndexes"`
+		UtilizedComposite  []composite `json:"UtilizedCompositeIndexes"`
+		PotentialComposite []composite `json:"PotentialCompositeIndexes"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return v1
+	}
+	type group struct {
+		SingleIndexes    []single    `json:"SingleIndexes"`
+		CompositeIndexes []composite `json:"CompositeIndexes"`
+	}
+	nonNil := func(g group) group {
+		if g.SingleIndexes == nil {
+			g.SingleIndexes = []single{}
+		}
+		if g.CompositeIndexes == nil {
+			g.CompositeIndexes = []composite{}
+		}
+		return g
+	}
+	out, _ := json.Marshal(struct {
+		Utilized  group `json:"UtilizedIndexes"`
+		Potential group `json:"PotentialIndexes"`
+	}{nonNil(group{in.UtilizedSingle, in.UtilizedComposite}), nonNil(group{in.PotentialSingle, in.PotentialComposite})})
+	return encodeURIComponent(string(out))
+}
+
+// encodeURIComponent percent-encodes s as JavaScript's encodeURIComponent does,
+// so that decodeURIComponent (and any URL decoder: no '+' for spaces) restores it.
+func encodeURIComponent(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.!~*'()", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
 }
