@@ -65,23 +65,32 @@ type ContainerInfo struct {
 	PartitionKeyPaths []string
 }
 
+// getContainer reads a container record and its database's. The records may
+// be shared (metaCache): do not modify them; copy first.
 func getContainer(r kv.Reader, dbID, collID string) (*dbRecord, *collRecord, error) {
+	db, c, _, err := getContainerLayout(r, dbID, collID)
+	return db, c, err
+}
+
+// getContainerLayout is getContainer that also returns the compiled layout.
+func getContainerLayout(r kv.Reader, dbID, collID string) (*dbRecord, *collRecord, *layout, error) {
 	db, err := getDatabase(r, dbID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	v, err := r.Get(containerKey(db.rid(), collID))
+	key := containerKey(db.rid(), collID)
+	v, err := r.Get(key)
 	if errors.Is(err, kv.ErrNotFound) {
-		return nil, nil, notFound()
+		return nil, nil, nil, notFound()
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read container %q: %w", collID, err)
+		return nil, nil, nil, fmt.Errorf("read container %q: %w", collID, err)
 	}
-	var rec collRecord
-	if err := json.Unmarshal(v, &rec); err != nil {
-		return nil, nil, fmt.Errorf("decode container %q: %w", collID, err)
+	rec, l, err := decodeContainer(key, v)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("decode container %q: %w", collID, err)
 	}
-	return db, &rec, nil
+	return db, rec, l, nil
 }
 
 func listContainerRecords(r kv.Reader, db [4]byte) ([]*collRecord, error) {

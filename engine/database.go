@@ -29,19 +29,22 @@ func (r *dbRecord) resource() Resource {
 	return Resource{Body: r.Body, ETag: r.ETag, RID: r.RID, Charge: 1}
 }
 
+// getDatabase reads a database record. The record may be shared (metaCache):
+// do not modify it.
 func getDatabase(r kv.Reader, id string) (*dbRecord, error) {
-	v, err := r.Get(databaseKey(id))
+	key := databaseKey(id)
+	v, err := r.Get(key)
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, notFound()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read database %q: %w", id, err)
 	}
-	var rec dbRecord
-	if err := json.Unmarshal(v, &rec); err != nil {
+	rec, err := decodeDatabase(key, v)
+	if err != nil {
 		return nil, fmt.Errorf("decode database %q: %w", id, err)
 	}
-	return &rec, nil
+	return rec, nil
 }
 
 // CreateDatabase creates a database from its JSON body ({"id": ...}).

@@ -42,11 +42,11 @@ type scope struct {
 }
 
 func (e *Engine) scope(r kv.Reader, dbID, collID string, now int64) (*scope, error) {
-	db, c, err := getContainer(r, dbID, collID)
+	db, c, l, err := getContainerLayout(r, dbID, collID)
 	if err != nil {
 		return nil, err
 	}
-	return &scope{db: db, c: c, l: c.layout(), rid: c.rid(), pol: c.policy(), now: now}, nil
+	return &scope{db: db, c: c, l: l, rid: l.rid, pol: c.policy(), now: now}, nil
 }
 
 // live reports whether a stored document is visible at the scope's instant.

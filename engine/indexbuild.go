@@ -60,16 +60,18 @@ func (e *Engine) buildIndexBatch(ctx context.Context) (int, bool, error) {
 	n := 0
 	err = e.store.Update(ctx, func(tx kv.Tx) error {
 		n = 0
-		db, c, err := getContainer(tx, target.DB, target.ID)
+		db, shared, err := getContainer(tx, target.DB, target.ID)
 		if err != nil {
 			if isNotFound(err) {
 				return nil // dropped meanwhile
 			}
 			return err
 		}
-		if c.IndexBuild == nil || c.RID != target.RID {
+		if shared.IndexBuild == nil || shared.RID != target.RID {
 			return nil // finished or replaced meanwhile
 		}
+		cc := *shared // the record is shared: copy before moving the cursor
+		c := &cc
 		s := &scope{db: db, c: c, l: c.layout(), rid: c.rid(), pol: c.policy(), now: now}
 		it := tx.Scan(orderKey(s.rid, *c.IndexBuild), kv.PrefixEnd(collKey(pfxOrder, s.rid)), false)
 		type item struct {
