@@ -61,9 +61,16 @@ type Options struct {
 	Logger *slog.Logger
 
 	// CacheSize is the size in bytes of Pebble's block cache. Zero means
-	// Pebble's default (8 MiB).
+	// DefaultCacheSize.
 	CacheSize int64
 }
+
+// DefaultCacheSize is the block cache used when Options.CacheSize is zero:
+// 32 MiB. Pebble's own default of 8 MiB misses on working sets of a few
+// thousand 1 KB documents with their index entries, and a miss costs a block
+// read and decode on every point lookup (measured: a 10-row indexed query
+// spent 40% of its time there).
+const DefaultCacheSize = 32 << 20
 
 // Store is a [kv.Store] backed by a Pebble database. It is safe for concurrent
 // use by multiple goroutines. Create one with [Open] and release it with
@@ -115,6 +122,7 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		// start at the newest stable on-disk format.
 		FormatMajorVersion: pebble.FormatNewest,
 	}
+	po.CacheSize = DefaultCacheSize
 	if opts.CacheSize > 0 {
 		po.CacheSize = opts.CacheSize
 	}
