@@ -3,8 +3,11 @@ package engine
 import (
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,4 +128,103 @@ func BenchmarkOpenWithDocs(b *testing.B) {
 		store.Close()
 		b.StartTimer()
 	}
+}
+
+// BenchmarkCreateDocument measures one document write with default indexing
+// (every path indexed), 1 KB documents, on an in-memory and a durable store,
+// with GOMAXPROCS writers and 8 times as many (group commit).
+func BenchmarkCreateDocument(b *testing.B) {
+	for _, durable := range []bool{false, true} {
+		for _, par := range []int{1, 8} {
+			// RunParallel runs par x GOMAXPROCS writers.
+			name := fmt.Sprintf("inmemory/writers=%d", par*runtime.GOMAXPROCS(0))
+			if durable {
+				name = fmt.Sprintf("durable/writers=%d", par*runtime.GOMAXPROCS(0))
+			}
+			b.Run(name, func(b *testing.B) {
+				opts := pebblekv.Options{InMemory: !durable}
+				if durable {
+					opts.Dir = b.TempDir()
+				}
+				store, err := pebblekv.Open(opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer store.Close()
+				e, err := Open(ctx, Options{Store: store, DisableBackground: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer e.Close()
+				if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`)); err != nil {
+					b.Fatal(err)
+				}
+				pad := strings.Repeat("x", 900)
+				var next atomic.Int64
+				b.SetParallelism(par)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						i := next.Add(1)
+						p := fmt.Sprintf("p%d", i%100)
+						body := []byte(fmt.Sprintf(`{"id":"d%d","pk":"%s","name":"user %d","n":%d,"tags":["a","b"],"pad":"%s"}`, i, p, i, i, pad))
+						if _, err := e.CreateDocument(ctx, DocRef{DB: "db", Coll: "c", PK: lethe.PartitionKey{p}}, body); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkRSSAfterLoad loads LETHE_BENCH_DOCS 1 KB documents into a durable
+// store and reports the process's resident memory (VmRSS) and its peak
+// (VmHWM), a stand-in for the server's memory with that many documents.
+func BenchmarkRSSAfterLoad(b *testing.B) {
+	n := benchEnv("LETHE_BENCH_DOCS", 100_000)
+	for range b.N {
+		clock := newFakeClock()
+		e, store := openBenchEngine(b, b.TempDir(), clock)
+		if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`)); err != nil {
+			b.Fatal(err)
+		}
+		loadDocs(b, e, "d", n, 1024, "")
+		runtime.GC()
+		debug.FreeOSMemory()
+		rss, hwm := procMemory()
+		b.ReportMetric(float64(rss)/(1<<20), "RSS-MiB")
+		b.ReportMetric(float64(hwm)/(1<<20), "peak-MiB")
+		e.Close()
+		store.Close()
+	}
+}
+
+// procMemory reads VmRSS and VmHWM of this process, in bytes.
+func procMemory() (rss, hwm int64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = v << 10
+		case "VmHWM:":
+			hwm = v << 10
+		}
+	}
+	return rss, hwm
 }
