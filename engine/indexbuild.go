@@ -58,7 +58,8 @@ func (e *Engine) buildIndexBatch(ctx context.Context) (int, bool, error) {
 		return 0, false, err
 	}
 	n := 0
-	err = e.store.Update(ctx, func(tx kv.Tx) error {
+	// No sync: a lost batch is redone from the cursor committed with it.
+	err = e.store.UpdateNoSync(ctx, func(tx kv.Tx) error {
 		n = 0
 		db, shared, err := getContainer(tx, target.DB, target.ID)
 		if err != nil {

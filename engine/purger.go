@@ -212,7 +212,9 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget) (int, bool, err
 	}
 	n, more := 0, false
 	var next map[byte][]byte // cursors to adopt once the batch commits
-	err = e.store.Update(ctx, func(tx kv.Tx) error {
+	// No sync: a purge batch lost in a crash is redone, and its documents stay
+	// expired meanwhile (expiry is final), so nothing waits on the disk here.
+	err = e.store.UpdateNoSync(ctx, func(tx kv.Tx) error {
 		n, more = 0, false
 		s, err := e.scope(tx, t.db, t.coll, now)
 		if err != nil {

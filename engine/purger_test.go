@@ -46,6 +46,14 @@ func (c *countingStore) Update(ctx context.Context, fn func(kv.Tx) error) error 
 	return c.Store.Update(ctx, func(tx kv.Tx) error { return fn(countingTx{tx, c}) })
 }
 
+func (c *countingStore) UpdateNoSync(ctx context.Context, fn func(kv.Tx) error) error {
+	n := c.updates.Add(1)
+	if c.onTx != nil {
+		c.onTx(n)
+	}
+	return c.Store.UpdateNoSync(ctx, func(tx kv.Tx) error { return fn(countingTx{tx, c}) })
+}
+
 func (r countingReader) Get(k []byte) ([]byte, error) { r.s.reads.Add(1); return r.Reader.Get(k) }
 func (r countingReader) Scan(a, b []byte, rev bool) kv.Iterator {
 	return countingIter{r.Reader.Scan(a, b, rev), r.s}

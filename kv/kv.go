@@ -48,6 +48,12 @@ type Store interface {
 	// Update runs fn in a read-write transaction and commits it atomically if fn
 	// returns nil. It returns fn's error unchanged, or the commit error wrapped.
 	Update(ctx context.Context, fn func(Tx) error) error
+	// UpdateNoSync is Update without waiting for durability: the commit is
+	// atomic and visible to later transactions at once, but a crash may lose
+	// it (it becomes durable with the next Update's sync). It is for work that
+	// is safe to lose because it would be redone, such as physically deleting
+	// documents that stay expired anyway.
+	UpdateNoSync(ctx context.Context, fn func(Tx) error) error
 	// Close releases the store. It is safe to call more than once.
 	Close() error
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -50,6 +51,7 @@ func Run(t *testing.T, newStore func(t *testing.T) kv.Store) {
 		{"ConsistentTransfers", testConsistentTransfers},
 		{"CancelledContext", testCancelledContext},
 		{"Closed", testClosed},
+		{"UpdateNoSync", testUpdateNoSync},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -915,4 +917,74 @@ func testClosed(t *testing.T, s kv.Store) {
 	if err := s.Close(); err != nil && !errors.Is(err, kv.ErrClosed) {
 		t.Errorf("second Close = %v, want nil or kv.ErrClosed", err)
 	}
+}
+
+// testUpdateNoSync: UpdateNoSync commits atomically and visibly, rolls back on
+// error, and is serialised with Update.
+func testUpdateNoSync(t *testing.T, s kv.Store) {
+	ctx := context.Background()
+	if err := s.UpdateNoSync(ctx, func(tx kv.Tx) error {
+		if err := tx.Put([]byte("a"), []byte("1")); err != nil {
+			return err
+		}
+		return tx.Put([]byte("b"), []byte("2"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	errStop := errors.New("stop")
+	if err := s.UpdateNoSync(ctx, func(tx kv.Tx) error {
+		if err := tx.Delete([]byte("a")); err != nil {
+			return err
+		}
+		return errStop
+	}); !errors.Is(err, errStop) {
+		t.Fatalf("UpdateNoSync error = %v; want the function's", err)
+	}
+	err := s.View(ctx, func(r kv.Reader) error {
+		for k, want := range map[string]string{"a": "1", "b": "2"} {
+			v, err := r.Get([]byte(k))
+			if err != nil || string(v) != want {
+				t.Errorf("after UpdateNoSync, %s = %q, %v; want %q", k, v, err, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Interleaved with Update, read-modify-write stays serialised.
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				update := s.Update
+				if i%2 == 0 {
+					update = s.UpdateNoSync
+				}
+				if err := update(ctx, func(tx kv.Tx) error {
+					v, err := tx.Get([]byte("n"))
+					n := 0
+					if err == nil {
+						n, _ = strconv.Atoi(string(v))
+					} else if !errors.Is(err, kv.ErrNotFound) {
+						return err
+					}
+					return tx.Put([]byte("n"), []byte(strconv.Itoa(n+1)))
+				}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	_ = s.View(ctx, func(r kv.Reader) error {
+		v, err := r.Get([]byte("n"))
+		if err != nil || string(v) != "200" {
+			t.Errorf("counter = %q, %v; want 200", v, err)
+		}
+		return nil
+	})
 }

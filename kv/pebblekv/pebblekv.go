@@ -210,6 +210,15 @@ func (s *Store) View(ctx context.Context, fn func(kv.Reader) error) error {
 // fn discards the transaction, releases the writer lock and propagates. The
 // [kv.Tx] passed to fn must not be used concurrently or after fn returns.
 func (s *Store) Update(ctx context.Context, fn func(kv.Tx) error) error {
+	return s.update(ctx, fn, true)
+}
+
+// UpdateNoSync implements [kv.Store]: Update without waiting for the WAL sync.
+func (s *Store) UpdateNoSync(ctx context.Context, fn func(kv.Tx) error) error {
+	return s.update(ctx, fn, false)
+}
+
+func (s *Store) update(ctx context.Context, fn func(kv.Tx) error, sync bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -224,7 +233,7 @@ func (s *Store) Update(ctx context.Context, fn func(kv.Tx) error) error {
 		return ctx.Err()
 	}
 	wrote, err := s.runUpdate(ctx, fn) // releases writeSem
-	if err != nil || !wrote || !s.durable {
+	if err != nil || !wrote || !s.durable || !sync {
 		return err
 	}
 	// Wait, outside the writer lock, until the WAL is synced up to our batch.
