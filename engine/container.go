@@ -93,6 +93,25 @@ func getContainerLayout(r kv.Reader, dbID, collID string) (*dbRecord, *collRecor
 	return db, rec, l, nil
 }
 
+// allContainers reads every container record of the store, through the
+// decode cache; the records are shared and must not be modified.
+func allContainers(ctx context.Context, store kv.Store) ([]*collRecord, error) {
+	var out []*collRecord
+	err := store.View(ctx, func(r kv.Reader) error {
+		it := r.Scan([]byte{pfxContainer}, []byte{pfxContainer + 1}, false)
+		defer it.Close()
+		for it.Next() {
+			c, _, err := decodeContainer(it.Key(), it.Value())
+			if err != nil {
+				return fmt.Errorf("decode container: %w", err)
+			}
+			out = append(out, c)
+		}
+		return it.Err()
+	})
+	return out, err
+}
+
 func listContainerRecords(r kv.Reader, db [4]byte) ([]*collRecord, error) {
 	p := containerPrefix(db)
 	it := r.Scan(p, kv.PrefixEnd(p), false)

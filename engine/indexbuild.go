@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
@@ -34,22 +33,14 @@ func (e *Engine) BuildIndexes(ctx context.Context) (int, error) {
 // buildIndexBatch re-indexes up to PurgeBatch documents of the first container
 // with a build pending and reports whether any build remains.
 func (e *Engine) buildIndexBatch(ctx context.Context) (int, bool, error) {
+	colls, err := allContainers(ctx, e.store)
 	var target *collRecord
-	err := e.store.View(ctx, func(r kv.Reader) error {
-		it := r.Scan([]byte{pfxContainer}, []byte{pfxContainer + 1}, false)
-		defer it.Close()
-		for it.Next() {
-			var c collRecord
-			if err := json.Unmarshal(it.Value(), &c); err != nil {
-				return fmt.Errorf("decode container: %w", err)
-			}
-			if c.IndexBuild != nil {
-				target = &c
-				return nil
-			}
+	for _, c := range colls {
+		if c.IndexBuild != nil {
+			target = c
+			break
 		}
-		return it.Err()
-	})
+	}
 	if err != nil || target == nil {
 		return 0, false, err
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -148,25 +147,17 @@ type purgeTarget struct {
 }
 
 func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
+	colls, err := allContainers(ctx, e.store)
 	var targets []*purgeTarget
-	err := e.store.View(ctx, func(r kv.Reader) error {
-		it := r.Scan([]byte{pfxContainer}, []byte{pfxContainer + 1}, false)
-		defer it.Close()
-		for it.Next() {
-			var c collRecord
-			if err := json.Unmarshal(it.Value(), &c); err != nil {
-				return fmt.Errorf("decode container: %w", err)
-			}
-			if c.IndexBuild != nil {
-				e.purger.kick() // a re-index is pending: come back soon
-			}
-			// A container with TTL off and no watermark can hold no expired document.
-			if c.TTLOn || c.Watermarks != ttl.Initial {
-				targets = append(targets, &purgeTarget{db: c.DB, coll: c.ID, cursor: map[byte][]byte{}})
-			}
+	for _, c := range colls {
+		if c.IndexBuild != nil {
+			e.purger.kick() // a re-index is pending: come back soon
 		}
-		return it.Err()
-	})
+		// A container with TTL off and no watermark can hold no expired document.
+		if c.TTLOn || c.Watermarks != ttl.Initial {
+			targets = append(targets, &purgeTarget{db: c.DB, coll: c.ID, cursor: map[byte][]byte{}})
+		}
+	}
 	if err != nil {
 		return 0, fmt.Errorf("list containers to purge: %w", err)
 	}
