@@ -2,6 +2,7 @@
 // an embedded store, with exact time to live.
 //
 //	lethe serve [flags]   run the server
+//	lethe bench [flags]   drive a server with the official Go SDK and report its speed
 //	lethe version         print the version
 //
 // Every serve flag can also be set with an environment variable: --data-dir is
@@ -53,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
+	case "bench":
+		return runBench(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "lethe", versionString())
 		return nil
@@ -69,6 +72,8 @@ func usage(w io.Writer) {
 
 Usage:
   lethe serve [flags]   run the server (lethe serve -h lists the flags)
+  lethe bench [flags]   measure a server's throughput and latency with the official
+                        Go SDK, against this machine's ceiling (lethe bench -h)
   lethe version         print the version
 `)
 }

@@ -1,0 +1,50 @@
+// Package bench is Lethe's load generator, `lethe bench`: it drives any
+// Cosmos DB-compatible endpoint with the official Go SDK and reports
+// throughput, latency percentiles, request units, errors, and (for a local
+// server) the server's memory and CPU time per operation.
+//
+// # Workloads
+//
+// Each workload runs Options.Concurrency goroutines that share one SDK
+// client, for Options.Duration or Options.Ops operations, after a warmup that
+// is not counted:
+//
+//	create       point creates of new documents
+//	read         point reads of existing documents
+//	replace      point replaces of existing documents
+//	upsert       upserts of existing documents
+//	query-pk     SELECT * FROM c WHERE c.pk = @pk, the first page of 10
+//	query-cross  SELECT TOP 10 * FROM c WHERE c.k = @k across partitions, one page of 10
+//	mixed        80% point reads, 20% upserts
+//	ttl          creates of documents that carry a short ttl, so the purge runs all along
+//
+// Workloads that address existing documents run over a container populated
+// first with Options.Docs documents (timed separately, never part of a
+// workload's figures), choosing documents uniformly or with YCSB's Zipf skew
+// (Keys). Documents are described in document.go.
+//
+// # The ceiling
+//
+// With Options.Ceiling every workload also runs, in the same run, against
+// Ceiling: a server that answers with canned responses and stores nothing.
+// It measures what the SDK, HTTP and JSON cost on this machine, the most any
+// server could do here, and the report gives each figure as a ratio to it.
+// Absolute figures drift on shared machines; ratios measured minutes apart
+// in the same run drift much less.
+//
+// # Rules
+//
+//   - Failed operations are counted by status, never fatal, and are not part
+//     of the latency figures. The SDK retries nothing unless Options.Retries
+//     says so, so every failure shows.
+//   - An operation cut short by the end of the run's context (Ctrl-C) counts
+//     neither as a success nor as an error; the report covers what was
+//     measured before and says it was interrupted.
+//   - Server memory and CPU come from /proc (Linux), for spawned servers and
+//     for Options.ServerPID. Before each workload the run waits for the local
+//     servers to go idle, and it reports how much CPU the idle server and the
+//     rest of the machine used meanwhile: client and servers share the
+//     machine's cores, and anything else running is noise.
+//   - The benchmark owns the database "lethe-bench" on the endpoint: it
+//     deletes and recreates the containers it uses.
+package bench

@@ -1,0 +1,136 @@
+package bench
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+)
+
+// workload is one of the benchmark's workloads.
+type workload struct {
+	name      string
+	container string // the container it runs in
+	populated bool   // needs Options.Docs documents first (the shared "data" container)
+	ttl       bool   // its container has time to live on (defaultTtl -1)
+	write     bool   // every operation is a write: compared to the fsync bound
+	newOp     func(e *env) opFunc
+}
+
+// env is what a workload's operations need on one target.
+type env struct {
+	cc   *azcosmos.ContainerClient
+	opts *Options
+	keys Keys
+	seq  *atomic.Int64 // numbers documents created by the create and ttl workloads
+}
+
+// The workloads that address existing documents share the "data" container:
+// they change documents only in place (replace and upsert keep each
+// document's id, partition key and k), so one population serves them all.
+var workloads = map[string]workload{
+	"create":      {name: "create", container: "create", write: true, newOp: createOp(0)},
+	"read":        {name: "read", container: "data", populated: true, newOp: readOp},
+	"replace":     {name: "replace", container: "data", populated: true, write: true, newOp: replaceOp},
+	"upsert":      {name: "upsert", container: "data", populated: true, write: true, newOp: upsertOp},
+	"query-pk":    {name: "query-pk", container: "data", populated: true, newOp: queryPKOp},
+	"query-cross": {name: "query-cross", container: "data", populated: true, newOp: queryCrossOp},
+	"mixed":       {name: "mixed", container: "data", populated: true, newOp: mixedOp},
+	"ttl":         {name: "ttl", container: "ttl", ttl: true, write: true, newOp: createOp(1)},
+}
+
+// createOp creates new documents; with ttl set, each carries Options.TTL.
+func createOp(ttl int) func(e *env) opFunc {
+	return func(e *env) opFunc {
+		secs := ttl * int(e.opts.TTL.Seconds())
+		return func(ctx context.Context, w *worker) (float64, error) {
+			n := int(e.seq.Add(1))
+			body := appendDocument(nil, n, e.opts.Partitions, 0, secs, e.opts.DocSize)
+			r, err := e.cc.CreateItem(ctx, azcosmos.NewPartitionKeyString(docPK(n, e.opts.Partitions)), body, nil)
+			return float64(r.RequestCharge), err
+		}
+	}
+}
+
+// populateOp creates documents 0, 1, ... Options.Docs-1 of the data container.
+func populateOp(e *env) opFunc {
+	var next atomic.Int64
+	return func(ctx context.Context, w *worker) (float64, error) {
+		n := int(next.Add(1) - 1)
+		body := appendDocument(nil, n, e.opts.Partitions, 0, 0, e.opts.DocSize)
+		r, err := e.cc.CreateItem(ctx, azcosmos.NewPartitionKeyString(docPK(n, e.opts.Partitions)), body, nil)
+		return float64(r.RequestCharge), err
+	}
+}
+
+func readOp(e *env) opFunc {
+	return func(ctx context.Context, w *worker) (float64, error) {
+		return read(ctx, e, w)
+	}
+}
+
+func read(ctx context.Context, e *env, w *worker) (float64, error) {
+	n := e.keys.Next(w.rng)
+	r, err := e.cc.ReadItem(ctx, azcosmos.NewPartitionKeyString(docPK(n, e.opts.Partitions)), docID(n), nil)
+	return float64(r.RequestCharge), err
+}
+
+func replaceOp(e *env) opFunc {
+	return func(ctx context.Context, w *worker) (float64, error) {
+		n := e.keys.Next(w.rng)
+		w.version++
+		body := appendDocument(nil, n, e.opts.Partitions, w.version, 0, e.opts.DocSize)
+		r, err := e.cc.ReplaceItem(ctx, azcosmos.NewPartitionKeyString(docPK(n, e.opts.Partitions)), docID(n), body, nil)
+		return float64(r.RequestCharge), err
+	}
+}
+
+func upsertOp(e *env) opFunc {
+	return func(ctx context.Context, w *worker) (float64, error) {
+		return upsert(ctx, e, w)
+	}
+}
+
+func upsert(ctx context.Context, e *env, w *worker) (float64, error) {
+	n := e.keys.Next(w.rng)
+	w.version++
+	body := appendDocument(nil, n, e.opts.Partitions, w.version, 0, e.opts.DocSize)
+	r, err := e.cc.UpsertItem(ctx, azcosmos.NewPartitionKeyString(docPK(n, e.opts.Partitions)), body, nil)
+	return float64(r.RequestCharge), err
+}
+
+// queryPageSize is the page size of both query workloads.
+const queryPageSize = 10
+
+// queryPKOp reads the first page of 10 of one partition's documents.
+func queryPKOp(e *env) opFunc {
+	return func(ctx context.Context, w *worker) (float64, error) {
+		pk := docPK(e.keys.Next(w.rng), e.opts.Partitions)
+		return queryPage(ctx, e, w, "SELECT * FROM c WHERE c.pk = @pk", azcosmos.NewPartitionKeyString(pk), azcosmos.QueryParameter{Name: "@pk", Value: pk})
+	}
+}
+
+// queryCrossOp finds the ten documents sharing a k value, across partitions.
+func queryCrossOp(e *env) opFunc {
+	return func(ctx context.Context, w *worker) (float64, error) {
+		k := docK(e.keys.Next(w.rng))
+		return queryPage(ctx, e, w, "SELECT TOP 10 * FROM c WHERE c.k = @k", azcosmos.NewPartitionKey(), azcosmos.QueryParameter{Name: "@k", Value: k})
+	}
+}
+
+func queryPage(ctx context.Context, e *env, w *worker, q string, pk azcosmos.PartitionKey, p azcosmos.QueryParameter) (float64, error) {
+	pager := e.cc.NewQueryItemsPager(q, pk, &azcosmos.QueryOptions{PageSizeHint: queryPageSize, QueryParameters: []azcosmos.QueryParameter{p}})
+	r, err := pager.NextPage(ctx)
+	w.rows += int64(len(r.Items))
+	return float64(r.RequestCharge), err
+}
+
+// mixedOp is 80% point reads and 20% upserts.
+func mixedOp(e *env) opFunc {
+	return func(ctx context.Context, w *worker) (float64, error) {
+		if w.rng.IntN(5) == 0 {
+			return upsert(ctx, e, w)
+		}
+		return read(ctx, e, w)
+	}
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lethe-db/lethe/bench"
+)
+
+// benchConfig is the bench command's configuration.
+type benchConfig struct {
+	opts         bench.Options
+	jsonPath     string
+	quiet        bool
+	serveCeiling bool   // serve the ceiling instead of running a benchmark
+	addr         string // for --serve-ceiling
+}
+
+func parseBenchFlags(args []string, stderr io.Writer) (*benchConfig, error) {
+	c := &benchConfig{}
+	o := &c.opts
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: lethe bench [flags]
+
+Drives a Cosmos DB endpoint with the official Go SDK and reports ops/s,
+latency percentiles, RU/s, errors, and the server's memory and CPU when it is
+local. Workloads: %s.
+
+Examples:
+  lethe bench --spawn --serve-args=--in-memory --workload create,read,query-pk --ceiling
+  lethe bench --endpoint https://localhost:8081/ --insecure-tls --workload mixed --keys zipf
+
+Flags:
+`, strings.Join(bench.Workloads, ", "))
+		fs.PrintDefaults()
+	}
+	var workloads, serveArgs string
+	var warmup time.Duration
+	fs.StringVar(&o.Endpoint, "endpoint", bench.DefaultEndpoint, "Cosmos DB endpoint to drive (unless --spawn)")
+	fs.StringVar(&o.Key, "key", bench.EmulatorKey, "the endpoint's base64 master key; the default is the emulator's")
+	fs.BoolVar(&o.InsecureTLS, "insecure-tls", false, "accept any TLS certificate from the endpoint (self-signed)")
+	fs.BoolVar(&o.Spawn, "spawn", false, "start a local lethe serve from this binary on a free loopback port for the run, and stop it afterwards")
+	fs.StringVar(&serveArgs, "serve-args", "", `extra arguments for the spawned server, split on spaces, e.g. "--in-memory" or "--data-dir DIR" (default: a temporary data dir)`)
+	fs.IntVar(&o.ServerPID, "server-pid", 0, "process id of the local server at --endpoint, to sample its memory and CPU from /proc")
+	fs.StringVar(&workloads, "workload", "create,read", "comma-separated workloads, run one after the other: "+strings.Join(bench.Workloads, ", "))
+	fs.IntVar(&o.Docs, "docs", bench.DefaultDocs, "documents populated before the read, replace, upsert, query and mixed workloads (not timed)")
+	fs.IntVar(&o.DocSize, "doc-size", bench.DefaultDocSize, "document size in bytes")
+	fs.IntVar(&o.Concurrency, "concurrency", bench.DefaultConcurrency, "concurrent clients")
+	fs.DurationVar(&o.Duration, "duration", bench.DefaultDuration, "how long each workload is measured")
+	fs.Int64Var(&o.Ops, "ops", 0, "measure each workload for this many operations instead of --duration")
+	fs.StringVar(&o.Keys, "keys", "uniform", "key distribution of reads, replaces, upserts and queries: uniform or zipf")
+	fs.IntVar(&o.Partitions, "partitions", bench.DefaultPartitions, "distinct partition key values")
+	fs.DurationVar(&warmup, "warmup", bench.DefaultWarmup, "warmup before each measured workload, not counted")
+	fs.DurationVar(&o.TTL, "ttl", bench.DefaultTTL, "time to live of the ttl workload's documents (whole seconds)")
+	fs.IntVar(&o.Retries, "retries", 0, "SDK retries of a failed request (0: every failure is counted)")
+	fs.BoolVar(&o.Ceiling, "ceiling", false, "also run every workload against a storage-free canned-response server and report ratios to it")
+	fs.StringVar(&o.FsyncProbe, "fsync-probe", "", "measure a synced 4 KB write's latency in this directory first, to compare durable writes with the fsync bound")
+	fs.IntVar(&o.FsyncCount, "fsync-count", bench.DefaultFsyncCount, "synced writes the fsync probe makes")
+	fs.StringVar(&c.jsonPath, "json", "", "also write the results to this file as JSON")
+	fs.BoolVar(&c.quiet, "quiet", false, "no progress lines on stderr")
+	fs.BoolVar(&c.serveCeiling, "serve-ceiling", false, "serve the canned-response ceiling (used by --ceiling) until interrupted, instead of benchmarking")
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:0", "listen address of --serve-ceiling")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	for w := range strings.SplitSeq(workloads, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			o.Workloads = append(o.Workloads, w)
+		}
+	}
+	o.ServeArgs = strings.Fields(serveArgs)
+	o.Warmup = warmup
+	if warmup == 0 {
+		o.Warmup = -1 // bench.Options: zero means the default, negative none
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["addr"] && !c.serveCeiling {
+		return nil, errors.New("--addr goes with --serve-ceiling")
+	}
+	if set["ops"] && set["duration"] {
+		return nil, errors.New("--ops and --duration do not go together")
+	}
+	if set["endpoint"] && o.Spawn {
+		return nil, errors.New("--endpoint and --spawn do not go together")
+	}
+	if c.serveCeiling {
+		return c, nil
+	}
+	if warmup < 0 {
+		return nil, errors.New("--warmup must not be negative")
+	}
+	return c, o.Validate()
+}
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	c, err := parseBenchFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	finished := make(chan struct{})
+	defer close(finished) // before stop: a normal return is no interruption
+	go func() {
+		// After the first Ctrl-C (which stops the run and prints what was
+		// measured), a second one ends the process at once.
+		<-ctx.Done()
+		stop()
+		select {
+		case <-finished:
+		default:
+			if !c.serveCeiling {
+				fmt.Fprintln(stderr, "lethe bench: interrupted: stopping, and reporting what was measured (interrupt again to quit at once)")
+			}
+		}
+	}()
+	if c.serveCeiling {
+		return serveCeiling(ctx, c, stdout)
+	}
+	if !c.quiet {
+		c.opts.Progress = stderr
+	}
+	rep, err := bench.Run(ctx, &c.opts)
+	if rep != nil {
+		rep.Version = versionString()
+		rep.WriteText(stdout)
+		if c.jsonPath != "" {
+			if jerr := rep.WriteJSON(c.jsonPath); jerr != nil {
+				return errors.Join(err, fmt.Errorf("write %s: %w", c.jsonPath, jerr))
+			}
+		}
+	}
+	return err
+}
+
+// serveCeiling serves the ceiling until ctx ends, announcing itself on stdout
+// as `lethe serve` does.
+func serveCeiling(ctx context.Context, c *benchConfig, stdout io.Writer) error {
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.addr, err)
+	}
+	srv := bench.NewCeiling(&bench.CeilingOptions{DocSize: c.opts.DocSize})
+	fmt.Fprintln(stdout, "lethe: listening on", "http://"+ln.Addr().String()+"/")
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return errors.Join(srv.Shutdown(shutdownCtx), <-errc)
+}

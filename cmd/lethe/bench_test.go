@@ -1,0 +1,51 @@
+package main
+
+import (
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lethe-db/lethe/bench"
+)
+
+func TestParseBenchFlags(t *testing.T) {
+	c, err := parseBenchFlags([]string{"--spawn", "--serve-args", "--data-dir /tmp/x", "--workload", "create, read,query-pk", "--warmup", "0", "--ceiling", "--json", "out.json"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.opts
+	if !o.Spawn || !o.Ceiling || c.jsonPath != "out.json" || o.Warmup >= 0 {
+		t.Errorf("parsed %+v", c)
+	}
+	if want := []string{"--data-dir", "/tmp/x"}; !slices.Equal(o.ServeArgs, want) {
+		t.Errorf("serve args %q, want %q", o.ServeArgs, want)
+	}
+	if want := []string{"create", "read", "query-pk"}; !slices.Equal(o.Workloads, want) {
+		t.Errorf("workloads %q, want %q", o.Workloads, want)
+	}
+	if o.Docs != bench.DefaultDocs || o.Concurrency != bench.DefaultConcurrency || o.Duration != 10*time.Second || o.DocSize != 1024 || o.Partitions != 100 || o.Keys != "uniform" {
+		t.Errorf("defaults: %+v", o)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--workload", "scan"}, `"scan"`},
+		{[]string{"--keys", "pareto"}, "pareto"},
+		{[]string{"--ops", "10", "--duration", "1s"}, "--ops and --duration"},
+		{[]string{"--spawn", "--endpoint", "http://x/"}, "--endpoint and --spawn"},
+		{[]string{"--serve-args", "--in-memory"}, "serve-args needs spawn"},
+		{[]string{"--addr", ":1"}, "--addr goes with --serve-ceiling"},
+		{[]string{"extra"}, "unexpected arguments"},
+	} {
+		if _, err := parseBenchFlags(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one mentioning %s", tc.args, err, tc.want)
+		}
+	}
+	if c, err := parseBenchFlags([]string{"--serve-ceiling", "--addr", "127.0.0.1:0", "--doc-size", "512"}, io.Discard); err != nil || !c.serveCeiling || c.opts.DocSize != 512 {
+		t.Errorf("--serve-ceiling: %+v, %v", c, err)
+	}
+}
