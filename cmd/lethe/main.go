@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -121,6 +122,7 @@ type config struct {
 	noPurge     bool
 	logLevel    string
 	logFormat   string
+	cpuProfile  string
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*config, error) {
@@ -140,6 +142,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.noPurge, "disable-purger", envBool("LETHE_DISABLE_PURGER"), "never physically delete expired documents (they stay invisible to clients): for tests of TTL semantics (LETHE_DISABLE_PURGER)")
 	fs.StringVar(&c.logLevel, "log-level", env("LETHE_LOG_LEVEL", "info"), "debug, info, warn or error (LETHE_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("LETHE_LOG_FORMAT", "text"), "text or json (LETHE_LOG_FORMAT)")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (for performance work)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -205,6 +208,20 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(c, stderr)
+	if c.cpuProfile != "" {
+		f, err := os.Create(c.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

@@ -72,6 +72,14 @@ type Options struct {
 // spent 40% of its time there).
 const DefaultCacheSize = 32 << 20
 
+// DefaultMemTableSize is the size of each memtable: 32 MiB. Pebble's 4 MiB
+// default flushes so often under a purge (about nine tombstones per expired
+// document with default indexing) that writes stall behind flushes and
+// compactions. Measured purging 1,000,000 indexed documents: 4 MiB 23.5k,
+// 16 MiB 68.8k, 32 MiB 86.1k documents/s; RSS after loading them 58, 119 and
+// 155 MiB.
+const DefaultMemTableSize = 32 << 20
+
 // Store is a [kv.Store] backed by a Pebble database. It is safe for concurrent
 // use by multiple goroutines. Create one with [Open] and release it with
 // [Store.Close].
@@ -123,6 +131,7 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 	}
 	po.CacheSize = DefaultCacheSize
+	po.MemTableSize = DefaultMemTableSize
 	if opts.CacheSize > 0 {
 		po.CacheSize = opts.CacheSize
 	}
