@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/lethe-db/lethe"
@@ -18,22 +17,20 @@ import (
 //
 // Compare ns/op of the index/… and scan/… runs of the same query.
 
-var (
-	queryBenchOnce sync.Once
-	queryBench     *Engine
-)
-
-func queryBenchEngine(b *testing.B) *Engine {
-	queryBenchOnce.Do(func() {
-		n := benchEnv("LETHE_BENCH_QUERY_DOCS", 100_000)
-		store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		e, err := Open(context.Background(), Options{Store: store, DisableBackground: true})
-		if err != nil {
-			b.Fatal(err)
-		}
+// queryBenchEngine loads the two containers and returns the engine and a
+// function that closes it and its store.
+func queryBenchEngine(b *testing.B) (*Engine, func()) {
+	n := benchEnv("LETHE_BENCH_QUERY_DOCS", 100_000)
+	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := Open(context.Background(), Options{Store: store, DisableBackground: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	closeAll := func() { e.Close(); store.Close() }
+	{
 		if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
 			b.Fatal(err)
 		}
@@ -59,13 +56,13 @@ func queryBenchEngine(b *testing.B) *Engine {
 				}
 			}
 		}
-		queryBench = e
-	})
-	return queryBench
+	}
+	return e, closeAll
 }
 
 func BenchmarkQuery(b *testing.B) {
-	e := queryBenchEngine(b)
+	e, closeAll := queryBenchEngine(b)
+	defer closeAll()
 	queries := []struct{ name, text string }{
 		{"equality", "SELECT * FROM c WHERE c.k = 4242"},
 		{"in-100rows", "SELECT * FROM c WHERE c.k IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)"},
