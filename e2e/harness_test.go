@@ -3,14 +3,12 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,8 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 )
 
@@ -225,19 +221,7 @@ func (s *server) closeIdleConnections() {
 // client returns an official Go SDK client for the server.
 func (s *server) client(t testing.TB) *azcosmos.Client {
 	t.Helper()
-	cred, err := azcosmos.NewKeyCredential(emulatorKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{
-		Transport: s.httpClient(),
-		Retry:     policy.RetryOptions{MaxRetries: 2, RetryDelay: 10 * time.Millisecond},
-	}}
-	c, err := azcosmos.NewClientWithKey(s.URL+"/", cred, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return s.clientWithKey(t, emulatorKey)
 }
 
 // rawResponse is a response to a raw request.
@@ -252,29 +236,15 @@ type rawResponse struct {
 // "/dbs/d/colls/c/docs".
 func (s *server) do(t testing.TB, method, path string, headers map[string]string, body []byte) rawResponse {
 	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
 	date := time.Now().UTC().Format(http.TimeFormat)
-	req.Header.Set("x-ms-date", date)
-	req.Header.Set("x-ms-version", "2020-11-05")
+	merged := map[string]string{"X-Ms-Date": date, "X-Ms-Version": "2020-11-05"}
 	if _, ok := headers["Authorization"]; !ok {
-		req.Header.Set("Authorization", signRequest(method, path, date))
+		merged["Authorization"] = signRequest(method, path, date)
 	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
+	for k, v := range headers { // the caller's headers win
+		merged[http.CanonicalHeaderKey(k)] = v
 	}
-	resp, err := s.rawClient().Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rawResponse{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	return s.send(t, method, path, merged, body)
 }
 
 // signRequest computes the master-key Authorization header for a request,
