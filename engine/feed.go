@@ -1,10 +1,8 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 
 	"github.com/lethe-db/lethe"
@@ -67,47 +65,33 @@ func (e *Engine) ReadFeed(ctx context.Context, dbID, collID string, opts FeedOpt
 			}
 			after = tok.Seq
 		}
-		var pkPrefix []byte
-		if opts.PK != nil {
-			pk, err := normalizePK(opts.PK, s.c.PKPaths)
+		pkPrefix, err := s.pkScope(opts.PK, false)
+		if err != nil {
+			return err
+		}
+		src := &docSource{s: s, r: r, pkPrefix: pkPrefix}
+		src.seek(after + 1)
+		defer src.close()
+		bytesOut := 0
+		var last uint64
+		for {
+			rec, seq, ok, err := src.nextRecord()
 			if err != nil {
 				return err
 			}
-			pkPrefix = appendTuple(nil, pk)
-		}
-		it := r.Scan(orderKey(s.rid, after+1), kv.PrefixEnd(collKey(pfxOrder, s.rid)), false)
-		defer it.Close()
-		bytesOut, scanned := 0, 0
-		var last uint64
-		for it.Next() {
+			if !ok {
+				break
+			}
 			if len(page.Docs) >= limit || bytesOut >= maxPageBytes {
 				tok, _ := json.Marshal(feedToken{RID: s.c.RID, Seq: last})
 				page.Continuation = base64.RawURLEncoding.EncodeToString(tok)
 				break
 			}
-			scanned++
-			k := it.Key()
-			last = binary.BigEndian.Uint64(k[len(k)-8:])
-			suffix, _, err := decodeOrderValue(it.Value(), nil)
-			if err != nil {
-				return err
-			}
-			if pkPrefix != nil && !bytes.HasPrefix(suffix, pkPrefix) {
-				continue
-			}
-			rec, err := lookup(r, s.rid, suffix)
-			if err != nil {
-				return err
-			}
-			if rec == nil || !s.live(rec) {
-				continue
-			}
 			page.Docs = append(page.Docs, append([]byte(nil), rec.json...))
 			bytesOut += len(rec.json)
+			last = seq
 		}
-		if err := it.Err(); err != nil {
-			return err
-		}
+		scanned := src.scanned
 		page.Charge = readCharge(bytesOut) + float64(scanned)/100
 		return nil
 	})

@@ -182,23 +182,32 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 	return out, err
 }
 
+// pkScope returns the key prefix of the documents a request's partition key
+// selects: nil for every partition, the whole key's tuple, or (allowPrefix,
+// hierarchical keys) the tuple of a prefix of it.
+func (s *scope) pkScope(pk lethe.PartitionKey, allowPrefix bool) ([]byte, error) {
+	if pk == nil {
+		return nil, nil
+	}
+	if len(pk) == 0 || !allowPrefix {
+		var err error
+		if pk, err = normalizePK(pk, s.c.PKPaths); err != nil {
+			return nil, err
+		}
+	}
+	if len(pk) > len(s.c.PKPaths) {
+		return nil, pkMismatch()
+	}
+	return appendTuple(nil, pk), nil
+}
+
 // querySource picks how a query reads the container: an index plan when the
 // index is usable and a WHERE conjunct can use it, else a scan in insertion
 // order. Partition scoping (a full key or a hierarchical prefix) applies either way.
 func (s *scope) querySource(r kv.Reader, q *query.Query, opts QueryOptions) (querySource, sourcePlan, error) {
-	var pkPrefix []byte
-	if opts.PK != nil {
-		if len(opts.PK) > len(s.c.PKPaths) {
-			return nil, sourcePlan{}, pkMismatch()
-		}
-		pk := opts.PK
-		if len(pk) == 0 {
-			var err error
-			if pk, err = normalizePK(pk, s.c.PKPaths); err != nil {
-				return nil, sourcePlan{}, err
-			}
-		}
-		pkPrefix = appendTuple(nil, pk)
+	pkPrefix, err := s.pkScope(opts.PK, true)
+	if err != nil {
+		return nil, sourcePlan{}, err
 	}
 	if s.c.indexUsable() {
 		h := q.Hints(opts.Params)
@@ -249,7 +258,8 @@ type docSource struct {
 	r        kv.Reader
 	it       kv.Iterator
 	pkPrefix []byte
-	examined int
+	examined int // live documents returned
+	scanned  int // insertion-order entries visited
 	raw      []byte
 	err      error
 }
@@ -268,9 +278,12 @@ func (d *docSource) close() {
 	}
 }
 
-// Next implements query.Source.
-func (d *docSource) Next() (*jsonv.Object, uint64, bool, error) {
+// nextRecord returns the next live document record in scope, in insertion
+// order, without parsing it. This is the one scan of a container's live
+// documents that read feeds and queries share.
+func (d *docSource) nextRecord() (*docRecord, uint64, bool, error) {
 	for d.it.Next() {
+		d.scanned++
 		k := d.it.Key()
 		seq := binary.BigEndian.Uint64(k[len(k)-8:])
 		suffix, _, err := decodeOrderValue(d.it.Value(), nil)
@@ -290,19 +303,28 @@ func (d *docSource) Next() (*jsonv.Object, uint64, bool, error) {
 			continue
 		}
 		d.examined++
-		o, err := jsonv.ParseObject(rec.json)
-		if err != nil {
-			d.err = err
-			return nil, 0, false, err
-		}
 		d.raw = rec.json
-		return o, seq, true, nil
+		return rec, seq, true, nil
 	}
 	if err := d.it.Err(); err != nil {
 		d.err = err
 		return nil, 0, false, err
 	}
 	return nil, 0, false, nil
+}
+
+// Next implements query.Source.
+func (d *docSource) Next() (*jsonv.Object, uint64, bool, error) {
+	rec, seq, ok, err := d.nextRecord()
+	if err != nil || !ok {
+		return nil, 0, false, err
+	}
+	o, err := jsonv.ParseObject(rec.json)
+	if err != nil {
+		d.err = err
+		return nil, 0, false, err
+	}
+	return o, seq, true, nil
 }
 
 // Raw returns the stored JSON of the document Next returned last.
