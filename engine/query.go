@@ -356,7 +356,7 @@ func (s *sliceSource) Raw() []byte { return s.raw }
 
 // QueryResources runs a query over a list of resource bodies (the databases
 // feed, a database's containers, the offers) and returns one page.
-func (e *Engine) QueryResources(ctx context.Context, items []Resource, opts QueryOptions) (QueryPage, error) {
+func (e *Engine) QueryResources(ctx context.Context, items [][]byte, opts QueryOptions) (QueryPage, error) {
 	q, err := parseStatement(opts.Text)
 	if err != nil {
 		return QueryPage{}, err
@@ -370,7 +370,7 @@ func (e *Engine) QueryResources(ctx context.Context, items []Resource, opts Quer
 	if err != nil {
 		return QueryPage{}, err
 	}
-	src := &sliceSource{items: bodies(items)}
+	src := &sliceSource{items: items}
 	page, err := q.Execute(src, query.ExecOptions{
 		Params: opts.Params, Now: precise, PageSize: pageSize(opts.MaxItems),
 		After: tok.Cursor, Emitted: tok.Emitted, WorkLimit: queryWorkLimit,
@@ -383,14 +383,6 @@ func (e *Engine) QueryResources(ctx context.Context, items []Resource, opts Quer
 		out.Continuation = encodeQueryToken(queryToken{Query: qh, Cursor: page.Last, Emitted: page.Emitted})
 	}
 	return out, nil
-}
-
-func bodies(list []Resource) [][]byte {
-	out := make([][]byte, len(list))
-	for i, r := range list {
-		out[i] = r.Body
-	}
-	return out
 }
 
 // CheckQuery parses a query without running it, for query-plan requests.

@@ -172,5 +172,3 @@ func (s *Server) readFeed(w http.ResponseWriter, rq *request) {
 	}
 	rq.writeFeed(w, page.ContainerRID, "Documents", page.Docs)
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/lethe-db/lethe"
@@ -113,7 +114,7 @@ func (s *Server) writeQueryPage(w http.ResponseWriter, rq *request, page engine.
 	if page.Continuation != "" {
 		w.Header().Set("x-ms-continuation", page.Continuation)
 	}
-	w.Header().Set("x-ms-documentdb-query-metrics", "totalExecutionTimeInMs=0.00;retrievedDocumentCount="+itoa(page.Examined)+";outputDocumentCount="+itoa(len(page.Rows)))
+	w.Header().Set("x-ms-documentdb-query-metrics", "totalExecutionTimeInMs=0.00;retrievedDocumentCount="+strconv.Itoa(page.Examined)+";outputDocumentCount="+strconv.Itoa(len(page.Rows)))
 	rq.writeFeed(w, rid, list, page.Rows)
 }
 
@@ -124,7 +125,7 @@ func (s *Server) queryResources(w http.ResponseWriter, rq *request, items []engi
 		s.writeError(w, rq, err)
 		return
 	}
-	page, err := s.opts.Engine.QueryResources(rq.r.Context(), items, opts)
+	page, err := s.opts.Engine.QueryResources(rq.r.Context(), bodies(items), opts)
 	if err != nil {
 		s.writeError(w, rq, err)
 		return
