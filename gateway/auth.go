@@ -49,6 +49,17 @@ const macTokenHelp = "https://aka.ms/cosmosdb-tsg-mac-token"
 // url.PathUnescape of its escaped link. It returns a BadRequest error when a segment
 // is not valid percent-encoding.
 func resourceFromPath(escapedPath string) (resourceType, resourceLink string, err error) {
+	segs, err := pathSegments(escapedPath)
+	if err != nil {
+		return "", "", err
+	}
+	resourceType, resourceLink = resourceOf(segs)
+	return resourceType, resourceLink, nil
+}
+
+// pathSegments splits an escaped request path on "/", drops empty segments and
+// percent-decodes each one (so an id may contain an encoded "/").
+func pathSegments(escapedPath string) ([]string, error) {
 	var segs []string
 	for s := range strings.SplitSeq(escapedPath, "/") {
 		if s == "" {
@@ -56,19 +67,24 @@ func resourceFromPath(escapedPath string) (resourceType, resourceLink string, er
 		}
 		dec, err := url.PathUnescape(s)
 		if err != nil {
-			return "", "", lethe.Errorf(lethe.CodeBadRequest, "The request path %q is not valid percent-encoding.", truncateInput(escapedPath, 200))
+			return nil, lethe.Errorf(lethe.CodeBadRequest, "The request path %q is not valid percent-encoding.", truncateInput(escapedPath, 200))
 		}
 		segs = append(segs, dec)
 	}
+	return segs, nil
+}
+
+// resourceOf derives the signed resource type and link from decoded segments.
+func resourceOf(segs []string) (resourceType, resourceLink string) {
 	switch n := len(segs); {
 	case n == 0:
-		return "", "", nil
+		return "", ""
 	case n%2 == 1:
-		return segs[n-1], strings.Join(segs[:n-1], "/"), nil
+		return segs[n-1], strings.Join(segs[:n-1], "/")
 	case n == 2 && segs[0] == "offers":
-		return "offers", strings.ToLower(segs[1]), nil
+		return "offers", strings.ToLower(segs[1])
 	default:
-		return segs[n-2], strings.Join(segs, "/"), nil
+		return segs[n-2], strings.Join(segs, "/")
 	}
 }
 

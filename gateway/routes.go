@@ -3,7 +3,6 @@ package gateway
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"runtime/debug"
 	"strings"
 
@@ -26,22 +25,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, rq, fmt.Errorf("panic serving %s %s: %v\n%s", r.Method, r.URL.Path, v, debug.Stack()))
 		}
 	}()
-	resType, resLink, err := resourceFromPath(r.URL.EscapedPath())
+	segs, err := pathSegments(r.URL.EscapedPath())
 	if err != nil {
 		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "The request path is invalid: %s", err.Error()))
 		return
 	}
+	resType, resLink := resourceOf(segs)
 	if err := checkMasterKey(r, resType, resLink, s.opts.Key, s.opts.Now()); err != nil {
 		s.writeError(w, rq, err)
 		return
 	}
-	for _, seg := range strings.Split(r.URL.EscapedPath(), "/") {
-		if seg == "" {
-			continue
-		}
-		d, _ := url.PathUnescape(seg) // validated by resourceFromPath
-		rq.segs = append(rq.segs, d)
-	}
+	rq.segs = segs
 	s.route(w, rq)
 }
 
