@@ -123,7 +123,12 @@ func (e *Engine) Close() error {
 // crash followed by a clock stepping back cannot resurrect what was reported expired.
 // At most one synced write per second results.
 func (e *Engine) now(ctx context.Context) (int64, error) {
-	wall := e.opts.Now().Unix()
+	return e.nowAt(ctx, e.opts.Now())
+}
+
+// nowAt is now for a wall-clock reading taken by the caller.
+func (e *Engine) nowAt(ctx context.Context, at time.Time) (int64, error) {
+	wall := at.Unix()
 	if wall <= e.hwm.Load() {
 		return e.hwm.Load(), nil
 	}
@@ -151,7 +156,7 @@ func (e *Engine) Now(ctx context.Context) (int64, error) { return e.now(ctx) }
 // high-water mark the precise instant is the start of that second.
 func (e *Engine) instant(ctx context.Context) (int64, time.Time, error) {
 	wall := e.opts.Now()
-	now, err := e.now(ctx)
+	now, err := e.nowAt(ctx, wall)
 	if err != nil {
 		return 0, time.Time{}, err
 	}
