@@ -320,13 +320,9 @@ func samePaths(a, b []string) bool {
 // definition, and Conflict if the container exists.
 func (e *Engine) CreateContainer(ctx context.Context, dbID string, body []byte) (Resource, error) {
 	defer e.begin()()
-	now, err := e.now(ctx)
+	now, o, err := e.nowAndObject(ctx, body)
 	if err != nil {
 		return Resource{}, err
-	}
-	o, err := jsonv.ParseObject(body)
-	if err != nil {
-		return Resource{}, badBody(err)
 	}
 	rec, err := containerSettings(o, nil)
 	if err != nil {
@@ -344,11 +340,11 @@ func (e *Engine) CreateContainer(ctx context.Context, dbID string, body []byte) 
 		} else if !errors.Is(err, kv.ErrNotFound) {
 			return err
 		}
-		n, err := nextCounter(tx, keyCollSeq)
+		n, err := nextCounter(tx, keyCollSeq, 4)
 		if err != nil {
 			return err
 		}
-		crid := collRID(db.rid(), n)
+		crid := collRID(db.rid(), uint32(n))
 		rec.RID = encodeRID(crid[:])
 		rec.DB = dbID
 		rec.Watermarks = ttl.Initial
@@ -423,13 +419,9 @@ func (e *Engine) ListContainers(ctx context.Context, dbID string) ([]Resource, e
 // Returns NotFound, BadRequest, or PreconditionFailed when ifMatch does not match.
 func (e *Engine) ReplaceContainer(ctx context.Context, dbID, collID string, body []byte, ifMatch string) (Resource, error) {
 	defer e.begin()()
-	now, err := e.now(ctx)
+	now, o, err := e.nowAndObject(ctx, body)
 	if err != nil {
 		return Resource{}, err
-	}
-	o, err := jsonv.ParseObject(body)
-	if err != nil {
-		return Resource{}, badBody(err)
 	}
 	var res Resource
 	err = e.store.Update(ctx, func(tx kv.Tx) error {

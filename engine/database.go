@@ -51,13 +51,9 @@ func getDatabase(r kv.Reader, id string) (*dbRecord, error) {
 // Returns BadRequest for an invalid body or id and Conflict if it exists.
 func (e *Engine) CreateDatabase(ctx context.Context, body []byte) (Resource, error) {
 	defer e.begin()()
-	now, err := e.now(ctx)
+	now, o, err := e.nowAndObject(ctx, body)
 	if err != nil {
 		return Resource{}, err
-	}
-	o, err := jsonv.ParseObject(body)
-	if err != nil {
-		return Resource{}, badBody(err)
 	}
 	idv, ok := o.Get("id")
 	id, err := validateResourceName("database", idv, ok)
@@ -71,11 +67,11 @@ func (e *Engine) CreateDatabase(ctx context.Context, body []byte) (Resource, err
 		} else if !errors.Is(err, kv.ErrNotFound) {
 			return err
 		}
-		n, err := nextCounter(tx, keyDBSeq)
+		n, err := nextCounter(tx, keyDBSeq, 4)
 		if err != nil {
 			return err
 		}
-		rid := encodeRID(func() []byte { r := dbRID(n); return r[:] }())
+		rid := encodeRID(func() []byte { r := dbRID(uint32(n)); return r[:] }())
 		etag := etagFor(e.nextLSN())
 		stampSystem(o, rid, "dbs/"+rid+"/", etag, now, "_colls", "colls/", "_users", "users/")
 		rec := dbRecord{RID: rid, Body: jsonv.Marshal(o), ETag: etag}

@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -266,17 +265,7 @@ func (s *scope) remove(tx kv.Tx, suffix []byte, rec *docRecord) error {
 }
 
 func nextSeq(tx kv.Tx, coll [8]byte) (uint64, error) {
-	key := collKey(pfxSeq, coll)
-	var n uint64
-	v, err := tx.Get(key)
-	switch {
-	case err == nil && len(v) == 8:
-		n = binary.BigEndian.Uint64(v)
-	case err != nil && !errors.Is(err, kv.ErrNotFound):
-		return 0, err
-	}
-	n++
-	return n, tx.Put(key, binary.BigEndian.AppendUint64(nil, n))
+	return nextCounter(tx, collKey(pfxSeq, coll), 8)
 }
 
 func preconditionFailed() error {
@@ -285,6 +274,22 @@ func preconditionFailed() error {
 
 func conflict() error {
 	return lethe.Errorf(lethe.CodeConflict, "Entity with the specified id already exists in the system.")
+}
+
+// liveFor returns the live version a write targets: NotFound when it is absent
+// or expired, PreconditionFailed when ifMatch does not match it.
+func (s *scope) liveFor(r kv.Reader, suffix []byte, ifMatch string) (*docRecord, error) {
+	live, _, err := s.lookupLive(r, suffix)
+	if err != nil {
+		return nil, err
+	}
+	if live == nil {
+		return nil, notFound()
+	}
+	if err := checkIfMatch(ifMatch, live); err != nil {
+		return nil, err
+	}
+	return live, nil
 }
 
 // checkIfMatch applies If-Match to the live version (nil when there is none).
@@ -349,28 +354,16 @@ func (s *scope) replaceTx(e *Engine, tx kv.Tx, id string, o *jsonv.Object, pk le
 	if p.id != id {
 		return nil, lethe.Errorf(lethe.CodeBadRequest, "The id in the body ('%s') does not match the id of the document being replaced ('%s').", truncate(p.id, 100), truncate(id, 100))
 	}
-	live, _, err := s.lookupLive(tx, p.suffix)
+	live, err := s.liveFor(tx, p.suffix, ifMatch)
 	if err != nil {
-		return nil, err
-	}
-	if live == nil {
-		return nil, notFound()
-	}
-	if err := checkIfMatch(ifMatch, live); err != nil {
 		return nil, err
 	}
 	return s.write(e, tx, p, live, true)
 }
 
 func (s *scope) deleteTx(tx kv.Tx, suffix []byte, ifMatch string) (*docRecord, error) {
-	live, _, err := s.lookupLive(tx, suffix)
+	live, err := s.liveFor(tx, suffix, ifMatch)
 	if err != nil {
-		return nil, err
-	}
-	if live == nil {
-		return nil, notFound()
-	}
-	if err := checkIfMatch(ifMatch, live); err != nil {
 		return nil, err
 	}
 	return live, s.remove(tx, suffix, live)

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 )
 
@@ -147,6 +148,19 @@ func (e *Engine) nowAt(ctx context.Context, at time.Time) (int64, error) {
 	return wall, nil
 }
 
+// nowAndObject fixes a metadata write's instant and parses its JSON body.
+func (e *Engine) nowAndObject(ctx context.Context, body []byte) (int64, *jsonv.Object, error) {
+	now, err := e.now(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	o, err := jsonv.ParseObject(body)
+	if err != nil {
+		return 0, nil, badBody(err)
+	}
+	return now, o, nil
+}
+
 // Now returns the server's current time in Unix seconds, as operations see it.
 func (e *Engine) Now(ctx context.Context) (int64, error) { return e.now(ctx) }
 
@@ -184,16 +198,22 @@ func etagFor(lsn uint64) string {
 	return fmt.Sprintf(`"%08x-0000-0000-%04x-%012x"`, uint32(lsn>>48), uint16(lsn>>32), lsn&0xffffffffffff)
 }
 
-// nextCounter increments the uint32 counter at key inside tx and returns it.
-func nextCounter(tx kv.Tx, key []byte) (uint32, error) {
-	var n uint32
+// nextCounter increments the big-endian counter of size bytes (4 or 8) at key
+// inside tx and returns the new value.
+func nextCounter(tx kv.Tx, key []byte, size int) (uint64, error) {
+	var n uint64
 	v, err := tx.Get(key)
 	switch {
-	case err == nil && len(v) == 4:
-		n = binary.BigEndian.Uint32(v)
+	case err == nil && len(v) == size && size == 4:
+		n = uint64(binary.BigEndian.Uint32(v))
+	case err == nil && len(v) == size:
+		n = binary.BigEndian.Uint64(v)
 	case err != nil && !errors.Is(err, kv.ErrNotFound):
 		return 0, err
 	}
 	n++
-	return n, tx.Put(key, binary.BigEndian.AppendUint32(nil, n))
+	if size == 4 {
+		return n, tx.Put(key, binary.BigEndian.AppendUint32(nil, uint32(n)))
+	}
+	return n, tx.Put(key, binary.BigEndian.AppendUint64(nil, n))
 }

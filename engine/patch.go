@@ -309,14 +309,8 @@ func incrAt(doc *jsonv.Object, path []string, by jsonv.Number) error {
 }
 
 func (s *scope) patchTx(e *Engine, tx kv.Tx, suffix []byte, ref DocRef, p *Patch, ifMatch string) (*docRecord, error) {
-	live, _, err := s.lookupLive(tx, suffix)
+	live, err := s.liveFor(tx, suffix, ifMatch)
 	if err != nil {
-		return nil, err
-	}
-	if live == nil {
-		return nil, notFound()
-	}
-	if err := checkIfMatch(ifMatch, live); err != nil {
 		return nil, err
 	}
 	cur, err := jsonv.ParseObject(live.json)
