@@ -74,6 +74,10 @@ func getContainer(r kv.Reader, dbID, collID string) (*dbRecord, *collRecord, err
 
 // getContainerLayout is getContainer that also returns the compiled layout.
 func getContainerLayout(r kv.Reader, dbID, collID string) (*dbRecord, *collRecord, *layout, error) {
+	snap := snapshotOf(r)
+	if e := snap.cached(dbID, collID); e != nil {
+		return e.db, e.c, e.l, nil
+	}
 	db, err := getDatabase(r, dbID)
 	if err != nil {
 		return nil, nil, nil, err
@@ -90,6 +94,7 @@ func getContainerLayout(r kv.Reader, dbID, collID string) (*dbRecord, *collRecor
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("decode container %q: %w", collID, err)
 	}
+	snap.remember(dbID, collID, &cachedScope{db: db, c: rec, l: l})
 	return db, rec, l, nil
 }
 

@@ -506,8 +506,7 @@ func (e *Engine) ReadDocument(ctx context.Context, ref DocRef, cond Conditions) 
 		if err != nil {
 			return err
 		}
-		res = s.resource(rec, readCharge(len(rec.json)))
-		res.Body = append([]byte(nil), rec.json...) // outlives the snapshot
+		res = s.resource(rec, readCharge(len(rec.json))) // kv.Reader.Get returns a copy that outlives the snapshot
 		if cond.IfNoneMatch != "" && (cond.IfNoneMatch == "*" || cond.IfNoneMatch == res.ETag) {
 			return &lethe.Error{Code: lethe.CodeNotModified, Message: "Not modified."}
 		}

@@ -64,8 +64,11 @@ func (o *Options) EnsureDefaults() {
 // Engine is the document store. Create one with Open and release it with Close.
 type Engine struct {
 	opts  Options
-	store kv.Store
+	store kv.Store // the guard over Options.Store; every access goes through it
+	guard *metaGuard
 	log   *slog.Logger
+
+	closeOnce sync.Once
 
 	// hwm is the highest server time, in Unix seconds, the engine has used and
 	// persisted: now never goes below it, so a clock stepping back resurrects nothing.
@@ -84,7 +87,8 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, errors.New("engine: Options.Store is required")
 	}
 	opts.EnsureDefaults()
-	e := &Engine{opts: opts, store: opts.Store, log: opts.Logger}
+	guard := acquireGuard(opts.Store)
+	e := &Engine{opts: opts, store: guard, guard: guard, log: opts.Logger}
 	err := e.store.View(ctx, func(r kv.Reader) error {
 		v, err := r.Get(keyClock)
 		if errors.Is(err, kv.ErrNotFound) {
@@ -99,6 +103,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		return nil
 	})
 	if err != nil {
+		releaseGuard(guard)
 		return nil, fmt.Errorf("engine: read clock high-water mark: %w", err)
 	}
 	// LSNs only need to grow; microseconds since the epoch keep them growing
@@ -115,6 +120,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 // It is safe to call more than once.
 func (e *Engine) Close() error {
 	e.purger.stop()
+	e.closeOnce.Do(func() { releaseGuard(e.guard) })
 	return nil
 }
 

@@ -14,9 +14,23 @@ import (
 // how much of the store an operation touches.
 type countingStore struct {
 	kv.Store
-	reads   atomic.Int64 // Get calls plus iterator steps
-	updates atomic.Int64
-	onTx    func(n int64) // called before each Update with its ordinal
+	reads    atomic.Int64 // Get calls plus iterator steps
+	metaGets atomic.Int64 // Get calls for database and container records
+	updates  atomic.Int64
+	onTx     func(n int64) // called before each Update with its ordinal
+	// exclusive is what the store answers to kv.Exclusive: false by default,
+	// so the engine reads its records through the store as on a shared one.
+	exclusive bool
+}
+
+func (c *countingStore) Exclusive() bool { return c.exclusive }
+
+func (c *countingStore) get(r kv.Reader, k []byte) ([]byte, error) {
+	c.reads.Add(1)
+	if isMetaKey(k) {
+		c.metaGets.Add(1)
+	}
+	return r.Get(k)
 }
 
 type countingReader struct {
@@ -54,11 +68,11 @@ func (c *countingStore) UpdateNoSync(ctx context.Context, fn func(kv.Tx) error) 
 	return c.Store.UpdateNoSync(ctx, func(tx kv.Tx) error { return fn(countingTx{tx, c}) })
 }
 
-func (r countingReader) Get(k []byte) ([]byte, error) { r.s.reads.Add(1); return r.Reader.Get(k) }
+func (r countingReader) Get(k []byte) ([]byte, error) { return r.s.get(r.Reader, k) }
 func (r countingReader) Scan(a, b []byte, rev bool) kv.Iterator {
 	return countingIter{r.Reader.Scan(a, b, rev), r.s}
 }
-func (t countingTx) Get(k []byte) ([]byte, error) { t.s.reads.Add(1); return t.Tx.Get(k) }
+func (t countingTx) Get(k []byte) ([]byte, error) { return t.s.get(t.Tx, k) }
 func (t countingTx) Scan(a, b []byte, rev bool) kv.Iterator {
 	return countingIter{t.Tx.Scan(a, b, rev), t.s}
 }

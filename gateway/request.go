@@ -2,8 +2,8 @@ package gateway
 
 import (
 	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -34,7 +34,17 @@ func newActivityID() string {
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:], b[10:])
+	return string(out[:])
 }
 
 func (rq *request) header(name string) string { return rq.r.Header.Get(name) }
@@ -82,20 +92,34 @@ func (rq *request) maxItemCount() (int, error) {
 	return n, nil
 }
 
+// Constant response header values, shared by every response. net/http only
+// reads them.
+var (
+	serviceVersionValue = []string{"version=2.14.0.0"}
+	gatewayVersionValue = []string{"version=2.14.0"}
+	schemaVersionValue  = []string{"1.18"}
+	jsonContentType     = []string{"application/json"}
+	zeroLength          = []string{"0"}
+)
+
+// setHeader sets a header whose name is already in canonical form, sparing
+// Header.Set its canonicalisation (a copy for every lower-case name).
+func setHeader(h http.Header, canonical, value string) { h[canonical] = []string{value} }
+
 func (rq *request) setCommonHeaders(h http.Header) {
-	h.Set("x-ms-activity-id", rq.activity)
-	h.Set("x-ms-request-charge", strconv.FormatFloat(rq.charge, 'f', -1, 64))
-	h.Set("x-ms-serviceversion", "version=2.14.0.0")
-	h.Set("x-ms-gateway-version", "version=2.14.0")
-	h.Set("x-ms-schemaversion", "1.18")
+	setHeader(h, "X-Ms-Activity-Id", rq.activity)
+	setHeader(h, "X-Ms-Request-Charge", strconv.FormatFloat(rq.charge, 'f', -1, 64))
+	h["X-Ms-Serviceversion"] = serviceVersionValue
+	h["X-Ms-Gateway-Version"] = gatewayVersionValue
+	h["X-Ms-Schemaversion"] = schemaVersionValue
 	if rq.session != "" {
-		h.Set("x-ms-session-token", rq.session)
+		setHeader(h, "X-Ms-Session-Token", rq.session)
 	}
 	if rq.altPath != "" {
-		h.Set("x-ms-alt-content-path", rq.altPath)
+		setHeader(h, "X-Ms-Alt-Content-Path", rq.altPath)
 	}
 	if rq.ridPath != "" {
-		h.Set("x-ms-content-path", rq.ridPath)
+		setHeader(h, "X-Ms-Content-Path", rq.ridPath)
 	}
 }
 
@@ -113,8 +137,8 @@ func (rq *request) writeJSON(w http.ResponseWriter, status int, v any) {
 func (rq *request) writeRaw(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	rq.setCommonHeaders(h)
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h["Content-Type"] = jsonContentType
+	setHeader(h, "Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
@@ -122,11 +146,11 @@ func (rq *request) writeRaw(w http.ResponseWriter, status int, body []byte) {
 // writeResource writes one resource with its etag, honouring Prefer: return=minimal.
 func (rq *request) writeResource(w http.ResponseWriter, status int, etag string, body []byte) {
 	if etag != "" {
-		w.Header().Set("etag", etag)
+		setHeader(w.Header(), "Etag", etag)
 	}
 	if rq.minimal {
 		rq.setCommonHeaders(w.Header())
-		w.Header().Set("Content-Length", "0")
+		w.Header()["Content-Length"] = zeroLength
 		w.WriteHeader(status)
 		return
 	}

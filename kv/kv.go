@@ -14,8 +14,10 @@
 //     without durability (an in-memory store). Concurrent committers share syncs
 //     (group commit), so durability does not serialise throughput on the disk.
 //   - Contexts are per call and never stored.
-//   - Slices returned by Get and by an Iterator are valid only until the transaction
-//     ends (Get) or the iterator moves (Iterator); copy them to keep them.
+//   - Get returns a slice the caller owns: it stays valid and unchanged after the
+//     transaction ends, so a value read once can be handed to the client without
+//     another copy. Slices returned by an Iterator are valid only until it moves;
+//     copy them to keep them.
 //   - Reads inside an Update see that transaction's own writes.
 //
 // Backends map their own errors onto the sentinels below; the contract suite in
@@ -56,6 +58,18 @@ type Store interface {
 	UpdateNoSync(ctx context.Context, fn func(Tx) error) error
 	// Close releases the store. It is safe to call more than once.
 	Close() error
+}
+
+// Exclusive is implemented by stores that can promise two things: no other
+// process writes their data, and every View and Update reads the single state
+// that was current when fn was called (a snapshot taken, or a writer lock held,
+// before fn runs). A caller may then keep state derived from the store in
+// memory and validate it with its own counters of the writes it makes, instead
+// of reading it in every transaction. Stores shared between processes (a
+// network database behind several gateways) must not implement it or must
+// return false.
+type Exclusive interface {
+	Exclusive() bool
 }
 
 // Reader is the read side of a transaction.

@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore func(t *testing.T) kv.Store) {
 		{"LargeValue", testLargeValue},
 		{"ReadYourWrites", testReadYourWrites},
 		{"PutCopiesArguments", testPutCopiesArguments},
+		{"GetResultOwned", testGetResultOwned},
 		{"ErrorRollsBack", testErrorRollsBack},
 		{"ErrorReturnedUnchanged", testErrorReturnedUnchanged},
 		{"PanicRollsBack", testPanicRollsBack},
@@ -558,6 +559,37 @@ func testPutCopiesArguments(t *testing.T, s kv.Store) {
 		checkPairs(t, "scan with reused bounds", got, []pair{{"key", "value"}})
 		return err
 	})
+}
+
+// testGetResultOwned checks that a value returned by Get belongs to the caller:
+// it survives its transaction, later writes and compactions of the same key,
+// and changing it changes nothing stored.
+func testGetResultOwned(t *testing.T, s kv.Store) {
+	putAll(t, s, pair{"a", "first"})
+	var got []byte
+	view(t, s, func(r kv.Reader) error {
+		v, err := r.Get([]byte("a"))
+		got = v
+		return err
+	})
+	var inTx []byte
+	update(t, s, func(tx kv.Tx) error {
+		if err := tx.Put([]byte("a"), []byte("other")); err != nil {
+			return err
+		}
+		v, err := tx.Get([]byte("a"))
+		inTx = v
+		return err
+	})
+	update(t, s, func(tx kv.Tx) error { return tx.Put([]byte("a"), []byte("third")) })
+	if string(got) != "first" {
+		t.Errorf("value read in a finished view = %q, want %q", got, "first")
+	}
+	if string(inTx) != "other" {
+		t.Errorf("value read in a finished update = %q, want %q", inTx, "other")
+	}
+	copy(got, "XXXXX")
+	checkPairs(t, "after changing a returned value", dump(t, s), []pair{{"a", "third"}})
 }
 
 func testErrorRollsBack(t *testing.T, s kv.Store) {

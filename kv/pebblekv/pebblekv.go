@@ -205,6 +205,11 @@ func (s *Store) View(ctx context.Context, fn func(kv.Reader) error) error {
 	return fn(r)
 }
 
+// Exclusive implements [kv.Exclusive]: the store is open in this process only
+// (Pebble locks its directory), View reads a snapshot taken before fn runs,
+// and Update runs fn under the writer lock, so nothing commits meanwhile.
+func (s *Store) Exclusive() bool { return true }
+
 // Update runs fn in a serializable read-write transaction and commits it if fn
 // returns nil. Reads inside fn see the transaction's own writes on top of
 // everything committed before it. When Update returns nil the transaction is
