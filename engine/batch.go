@@ -7,6 +7,7 @@ import (
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/ru"
 )
 
 // BatchOp is one operation of a transactional batch.
@@ -137,7 +138,7 @@ func (e *Engine) batchOp(tx kv.Tx, s *scope, pk lethe.PartitionKey, op BatchOp, 
 		if err != nil {
 			return BatchResult{}, err
 		}
-		out := BatchResult{Outcome: OutcomeOK, Resource: s.resource(rec, writeCharge(len(rec.json)))}
+		out := BatchResult{Outcome: OutcomeOK, Resource: s.resource(rec, s.writeCharge(len(rec.json)))}
 		if created {
 			out.Outcome = OutcomeCreated
 		}
@@ -151,7 +152,7 @@ func (e *Engine) batchOp(tx kv.Tx, s *scope, pk lethe.PartitionKey, op BatchOp, 
 		if err != nil {
 			return BatchResult{}, err
 		}
-		out := BatchResult{Outcome: OutcomeOK, Resource: s.resource(rec, readCharge(len(rec.json)))}
+		out := BatchResult{Outcome: OutcomeOK, Resource: s.resource(rec, ru.Read(len(rec.json)))}
 		out.Body = append([]byte(nil), rec.json...)
 		if op.IfNoneMatch != "" && (op.IfNoneMatch == "*" || op.IfNoneMatch == out.ETag) {
 			return BatchResult{}, &lethe.Error{Code: lethe.CodeNotModified, Message: "Not modified."}
@@ -166,7 +167,7 @@ func (e *Engine) batchOp(tx kv.Tx, s *scope, pk lethe.PartitionKey, op BatchOp, 
 		if err != nil {
 			return BatchResult{}, err
 		}
-		out := BatchResult{Outcome: OutcomeNoContent, Resource: s.resource(rec, writeCharge(len(rec.json)))}
+		out := BatchResult{Outcome: OutcomeNoContent, Resource: s.resource(rec, s.writeCharge(len(rec.json)))}
 		out.Body = nil
 		return out, nil
 	default: // patch
@@ -178,6 +179,6 @@ func (e *Engine) batchOp(tx kv.Tx, s *scope, pk lethe.PartitionKey, op BatchOp, 
 		if err != nil {
 			return BatchResult{}, err
 		}
-		return BatchResult{Outcome: OutcomeOK, Resource: s.resource(rec, writeCharge(len(rec.json)))}, nil
+		return BatchResult{Outcome: OutcomeOK, Resource: s.resource(rec, s.writeCharge(len(rec.json)))}, nil
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/ru"
 	"github.com/lethe-db/lethe/ttl"
 )
 
@@ -38,6 +39,28 @@ type scope struct {
 	now  int64
 	at   time.Time // the precise instant within now's second, for current-time functions
 	lsns []uint64  // LSNs allocated, for session tokens
+	work ru.Write  // index terms written and removed since the last charge
+}
+
+// writeCharge is the charge of the write just made, of a document of n bytes;
+// it starts the count of index terms afresh for the next one (batches).
+func (s *scope) writeCharge(n int) float64 {
+	w := s.work
+	w.Bytes = n
+	s.work = ru.Write{}
+	return w.Charge()
+}
+
+// countTerms counts the index terms (secondary index and unique key entries)
+// among keys.
+func countTerms(keys [][]byte) int {
+	n := 0
+	for _, k := range keys {
+		if k[0] == pfxIndex || k[0] == pfxUnique {
+			n++
+		}
+	}
+	return n
 }
 
 func (e *Engine) scope(r kv.Reader, dbID, collID string, now int64) (*scope, error) {
@@ -177,6 +200,7 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 		if err != nil {
 			return nil, err
 		}
+		s.work.TermsRemoved += countTerms(keys)
 		for _, k := range keys {
 			if err := tx.Delete(k); err != nil {
 				return nil, err
@@ -187,6 +211,7 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 	if err != nil {
 		return nil, err
 	}
+	s.work.TermsWritten += countTerms(manifest)
 	if err := s.claimUniqueKeys(tx, manifest, p.suffix); err != nil {
 		return nil, err
 	}
@@ -256,6 +281,7 @@ func (s *scope) remove(tx kv.Tx, suffix []byte, rec *docRecord) error {
 	if err != nil {
 		return err
 	}
+	s.work.TermsRemoved += countTerms(keys)
 	for _, k := range keys {
 		if err := tx.Delete(k); err != nil {
 			return err
@@ -441,7 +467,7 @@ func (e *Engine) writeDocument(ctx context.Context, ref DocRef, op func(tx kv.Tx
 		if err != nil {
 			return err
 		}
-		res = WriteResult{Resource: s.resource(rec, writeCharge(len(rec.json))), Created: created}
+		res = WriteResult{Resource: s.resource(rec, s.writeCharge(len(rec.json))), Created: created}
 		return nil
 	})
 	return res, err
@@ -506,7 +532,7 @@ func (e *Engine) ReadDocument(ctx context.Context, ref DocRef, cond Conditions) 
 		if err != nil {
 			return err
 		}
-		res = s.resource(rec, readCharge(len(rec.json))) // kv.Reader.Get returns a copy that outlives the snapshot
+		res = s.resource(rec, ru.Read(len(rec.json))) // kv.Reader.Get returns a copy that outlives the snapshot
 		if cond.IfNoneMatch != "" && (cond.IfNoneMatch == "*" || cond.IfNoneMatch == res.ETag) {
 			return &lethe.Error{Code: lethe.CodeNotModified, Message: "Not modified."}
 		}
@@ -529,7 +555,7 @@ func (e *Engine) DeleteDocument(ctx context.Context, ref DocRef, cond Conditions
 		if err != nil {
 			return err
 		}
-		res = s.resource(rec, writeCharge(len(rec.json)))
+		res = s.resource(rec, s.writeCharge(len(rec.json)))
 		res.Body = nil
 		return nil
 	})

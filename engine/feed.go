@@ -7,6 +7,7 @@ import (
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/ru"
 )
 
 // FeedOptions select one page of a container's read feed.
@@ -91,8 +92,7 @@ func (e *Engine) ReadFeed(ctx context.Context, dbID, collID string, opts FeedOpt
 			bytesOut += len(rec.json)
 			last = seq
 		}
-		scanned := src.scanned
-		page.Charge = readCharge(bytesOut) + float64(scanned)/100
+		page.Charge = ru.Feed(src.examined, src.loaded)
 		return nil
 	})
 	return page, err

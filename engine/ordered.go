@@ -8,6 +8,7 @@ import (
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/query"
+	"github.com/lethe-db/lethe/ru"
 )
 
 // An ordered index plan serves ORDER BY from the index: it yields documents in
@@ -86,6 +87,7 @@ type orderedSource struct {
 	done    bool
 
 	examined, scanned int
+	loaded            int // bytes of the documents examined
 	raw               []byte
 	err               error
 }
@@ -234,6 +236,7 @@ func (x *orderedSource) load(c candidate) (*jsonv.Object, bool, error) {
 		return nil, false, nil
 	}
 	x.examined++
+	x.loaded += len(rec.json)
 	o, err := jsonv.ParseObject(rec.json)
 	if err != nil {
 		x.err = err
@@ -292,10 +295,13 @@ func (x *orderedSource) close() {
 		x.tail.close()
 	}
 }
-func (x *orderedSource) stats() (int, error) {
-	n := x.examined + x.scanned/10
+func (x *orderedSource) work() (ru.Query, error) {
+	w := ru.Query{IndexEntries: x.scanned, Documents: x.examined, BytesLoaded: x.loaded}
 	if x.tail != nil {
-		n += x.tail.examined
+		t, _ := x.tail.work()
+		w.IndexEntries += t.IndexEntries
+		w.Documents += t.Documents
+		w.BytesLoaded += t.BytesLoaded
 	}
-	return n, x.err
+	return w, x.err
 }

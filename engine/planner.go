@@ -11,6 +11,7 @@ import (
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/query"
+	"github.com/lethe-db/lethe/ru"
 )
 
 // filterKind is how a WHERE conjunct constrains a root property path.
@@ -183,6 +184,7 @@ type indexSource struct {
 	pkPrefix []byte
 	examined int
 	scanned  int
+	loaded   int // bytes of the documents examined
 	raw      []byte
 	err      error
 }
@@ -248,6 +250,7 @@ func (x *indexSource) Next() (*jsonv.Object, uint64, bool, error) {
 			continue
 		}
 		x.examined++
+		x.loaded += len(rec.json)
 		o, err := jsonv.ParseObject(rec.json)
 		if err != nil {
 			x.err = err
@@ -315,9 +318,15 @@ type querySource interface {
 	query.Source
 	seek(seq uint64)
 	close()
-	stats() (examined int, err error)
+	// work is what the source has read so far, for the page's charge.
+	work() (ru.Query, error)
 }
 
-func (x *indexSource) close()                         {}
-func (x *indexSource) stats() (int, error)            { return x.examined + x.scanned/10, x.err }
-func (d *docSource) stats() (examined int, err error) { return d.examined, d.err }
+func (x *indexSource) close() {}
+func (x *indexSource) work() (ru.Query, error) {
+	return ru.Query{IndexEntries: x.scanned, Documents: x.examined, BytesLoaded: x.loaded}, x.err
+}
+
+func (d *docSource) work() (ru.Query, error) {
+	return ru.Query{IndexEntries: d.scanned, Documents: d.examined, BytesLoaded: d.loaded}, d.err
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/query"
+	"github.com/lethe-db/lethe/ru"
 )
 
 // QueryOptions select one page of a query's results.
@@ -161,22 +162,21 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 		if err != nil {
 			return queryError(err)
 		}
-		examined, err := src.stats()
+		work, err := src.work()
 		if err != nil {
 			return err
 		}
-		out = QueryPage{Rows: page.Rows, ContainerRID: s.c.RID, Examined: examined}
+		out = QueryPage{Rows: page.Rows, ContainerRID: s.c.RID, Examined: work.Documents}
 		if opts.IndexMetrics {
 			out.IndexMetrics = indexMetrics(plan.path)
 		}
 		if page.More {
 			out.Continuation = encodeQueryToken(queryToken{RID: s.c.RID, Query: qh, Cursor: page.Last, Emitted: page.Emitted})
 		}
-		bytesOut := 0
 		for _, row := range page.Rows {
-			bytesOut += len(row)
+			work.BytesReturned += len(row)
 		}
-		out.Charge = 2 + float64(examined)*0.05 + readCharge(bytesOut)
+		out.Charge = work.Charge()
 		return nil
 	})
 	return out, err
@@ -260,6 +260,7 @@ type docSource struct {
 	pkPrefix []byte
 	examined int // live documents returned
 	scanned  int // insertion-order entries visited
+	loaded   int // bytes of the live documents returned
 	raw      []byte
 	err      error
 }
@@ -303,6 +304,7 @@ func (d *docSource) nextRecord() (*docRecord, uint64, bool, error) {
 			continue
 		}
 		d.examined++
+		d.loaded += len(rec.json)
 		d.raw = rec.json
 		return rec, seq, true, nil
 	}
@@ -378,7 +380,7 @@ func (e *Engine) QueryResources(ctx context.Context, items [][]byte, opts QueryO
 	if err != nil {
 		return QueryPage{}, queryError(err)
 	}
-	out := QueryPage{Rows: page.Rows, Examined: page.Examined, Charge: 1 + float64(len(items))*0.01}
+	out := QueryPage{Rows: page.Rows, Examined: page.Examined, Charge: ru.Round(ru.Metadata + float64(len(items))*0.01)}
 	if page.More {
 		out.Continuation = encodeQueryToken(queryToken{Query: qh, Cursor: page.Last, Emitted: page.Emitted})
 	}

@@ -29,21 +29,14 @@ var systemProperties = []string{"_rid", "_self", "_etag", "_ts", "_attachments"}
 
 // maxNameBytes bounds database and container ids; document ids have their own bound.
 const (
-	maxNameBytes  = 255
-	maxIDBytes    = 1023
-	maxDocBytes   = 2 << 20 // 2 MB, Cosmos DB's document size limit
-	maxBatchOps   = 100
-	defaultPage   = 100
-	maxPage       = 1000
-	maxPageBytes  = 4 << 20
-	readChargeKB  = 1.0
-	writeChargeKB = 5.0
+	maxNameBytes = 255
+	maxIDBytes   = 1023
+	maxDocBytes  = 2 << 20 // 2 MB, Cosmos DB's document size limit
+	maxBatchOps  = 100
+	defaultPage  = 100
+	maxPage      = 1000
+	maxPageBytes = 4 << 20
 )
-
-// readCharge and writeCharge are a provisional cost model: about 1 RU per KB read
-// and 5 RU per KB written, never below one unit.
-func readCharge(n int) float64  { return readChargeKB * float64(max(1, (n+1023)/1024)) }
-func writeCharge(n int) float64 { return writeChargeKB * float64(max(1, (n+1023)/1024)) }
 
 // validateResourceName applies Cosmos DB's rules to a database or container id.
 func validateResourceName(kind string, v jsonv.Value, present bool) (string, error) {

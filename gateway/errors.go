@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/ru"
 )
 
 // statusOf maps domain codes to HTTP statuses; every error response goes through it.
@@ -47,7 +48,7 @@ func (s *Server) writeError(w http.ResponseWriter, rq *request, err error) {
 	}
 	h := w.Header()
 	if rq.charge <= 0 {
-		rq.charge = 1
+		rq.charge = ru.Failed
 	}
 	rq.setCommonHeaders(h)
 	if status == http.StatusNotModified {
