@@ -53,6 +53,8 @@ func checkContainer(r kv.Reader, l *layout, building bool) []error {
 	coll := l.rid
 	var errs []error
 	want := map[string][]byte{} // every key the documents own -> the suffix it must hold
+	var usage usageDelta        // the tallies the stored documents call for
+	sizes := map[string]int{}   // expiry and order entry -> its document's size
 	p := collKey(pfxDoc, coll)
 	it := r.Scan(p, kv.PrefixEnd(p), false)
 	for it.Next() {
@@ -79,6 +81,10 @@ func checkContainer(r kv.Reader, l *layout, building bool) []error {
 			continue
 		}
 		fixed := fixedKeys(l, &rec)
+		usage.add(fixed, len(rec.json), 1)
+		for _, k := range fixed {
+			sizes[string(k)] = len(rec.json)
+		}
 		if got := owned[len(fixed):]; !building && !equalKeySets(got, manifest) {
 			errs = append(errs, fmt.Errorf("document %x: manifest lists %d entries, the body and policy call for %d", suffix, len(got), len(manifest)))
 		}
@@ -96,10 +102,13 @@ func checkContainer(r kv.Reader, l *layout, building bool) []error {
 			k := string(it.Key())
 			held := it.Value()
 			if pfx == pfxOrder || pfx == pfxByTS || pfx == pfxByExpiry {
-				s, _, err := decodeOrderValue(held, nil)
+				s, size, _, err := decodeOrderValue(held, nil)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("order entry %q: %w", k, err))
 					continue
+				}
+				if want, ok := sizes[k]; ok && size != want {
+					errs = append(errs, fmt.Errorf("entry %q records size %d, its document is %d bytes", k, size, want))
 				}
 				held = s
 			}
@@ -118,6 +127,41 @@ func checkContainer(r kv.Reader, l *layout, building bool) []error {
 	}
 	for k, suffix := range want {
 		errs = append(errs, fmt.Errorf("document %x lacks its entry %q", suffix, k))
+	}
+	return append(errs, checkTallies(r, coll, usage)...)
+}
+
+// checkTallies compares the stored usage and expiry tallies with what the
+// documents call for.
+func checkTallies(r kv.Reader, coll [8]byte, want usageDelta) []error {
+	var errs []error
+	got, err := readTally(r, collKey(pfxUsage, coll))
+	if err != nil {
+		return []error{fmt.Errorf("usage tally: %w", err)}
+	}
+	if got != want.total {
+		errs = append(errs, fmt.Errorf("usage tally is %+v, the documents make %+v", got, want.total))
+	}
+	p := collKey(pfxExpiryBucket, coll)
+	it := r.Scan(p, kv.PrefixEnd(p), false)
+	defer it.Close()
+	for it.Next() {
+		k := string(it.Key())
+		t, err := decodeTally(it.Value())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("expiry tally %q: %w", k, err))
+			continue
+		}
+		if w := want.buckets[k]; t != w {
+			errs = append(errs, fmt.Errorf("expiry tally %x is %+v, the documents make %+v", k, t, w))
+		}
+		delete(want.buckets, k)
+	}
+	for k, w := range want.buckets {
+		errs = append(errs, fmt.Errorf("expiry tally %x is missing; the documents make %+v", k, w))
+	}
+	if err := it.Err(); err != nil {
+		errs = append(errs, err)
 	}
 	return errs
 }

@@ -31,15 +31,16 @@ type Conditions struct {
 
 // scope is one operation's view of a container at a fixed instant.
 type scope struct {
-	db   *dbRecord
-	c    *collRecord
-	l    *layout
-	rid  [8]byte
-	pol  ttl.Policy
-	now  int64
-	at   time.Time // the precise instant within now's second, for current-time functions
-	lsns []uint64  // LSNs allocated, for session tokens
-	work ru.Write  // index terms written and removed since the last charge
+	db    *dbRecord
+	c     *collRecord
+	l     *layout
+	rid   [8]byte
+	pol   ttl.Policy
+	now   int64
+	at    time.Time  // the precise instant within now's second, for current-time functions
+	lsns  []uint64   // LSNs allocated, for session tokens
+	work  ru.Write   // index terms written and removed since the last charge
+	usage usageDelta // changes to the container's storage tallies, applied at commit
 }
 
 // writeCharge is the charge of the write just made, of a document of n bytes;
@@ -201,6 +202,7 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 			return nil, err
 		}
 		s.work.TermsRemoved += countTerms(keys)
+		s.usage.add(fixedKeys(s.l, prev), len(prev.json), -1)
 		for _, k := range keys {
 			if err := tx.Delete(k); err != nil {
 				return nil, err
@@ -219,11 +221,12 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 		return nil, err
 	}
 	fixed := fixedKeys(s.l, rec)
+	s.usage.add(fixed, len(rec.json), 1)
 	holder := manifestHolder(fixed)
 	for _, k := range fixed {
-		v := encodeOrderValue(p.suffix, nil)
+		v := encodeOrderValue(p.suffix, len(rec.json), nil)
 		if bytes.Equal(k, holder) {
-			v = encodeOrderValue(p.suffix, manifest)
+			v = encodeOrderValue(p.suffix, len(rec.json), manifest)
 		}
 		if err := tx.Put(k, v); err != nil {
 			return nil, err
@@ -282,6 +285,7 @@ func (s *scope) remove(tx kv.Tx, suffix []byte, rec *docRecord) error {
 		return err
 	}
 	s.work.TermsRemoved += countTerms(keys)
+	s.usage.add(fixedKeys(s.l, rec), len(rec.json), -1)
 	for _, k := range keys {
 		if err := tx.Delete(k); err != nil {
 			return err
@@ -428,7 +432,10 @@ func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.
 			return err
 		}
 		s.at = at
-		return fn(tx, s)
+		if err := fn(tx, s); err != nil {
+			return err
+		}
+		return s.usage.apply(tx, s.rid)
 	})
 }
 

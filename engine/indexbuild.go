@@ -73,7 +73,7 @@ func (e *Engine) buildIndexBatch(ctx context.Context) (int, bool, error) {
 		var items []item
 		for len(items) < e.opts.PurgeBatch && it.Next() {
 			k := it.Key()
-			suffix, _, err := decodeOrderValue(it.Value(), nil)
+			suffix, _, _, err := decodeOrderValue(it.Value(), nil)
 			if err != nil {
 				it.Close()
 				return err
@@ -138,5 +138,5 @@ func (s *scope) reindex(tx kv.Tx, suffix []byte, rec *docRecord) error {
 			return err
 		}
 	}
-	return tx.Put(manifestHolder(fixed), encodeOrderValue(suffix, manifest))
+	return tx.Put(manifestHolder(fixed), encodeOrderValue(suffix, len(rec.json), manifest))
 }

@@ -9,16 +9,18 @@ import (
 
 // Key prefixes; docs/format/keys.md describes each structure.
 const (
-	pfxDatabase  = 'B'
-	pfxContainer = 'C'
-	pfxDoc       = 'D'
-	pfxOrder     = 'O'
-	pfxByTS      = 'T'
-	pfxByExpiry  = 'X'
-	pfxSeq       = 'S'
-	pfxUnique    = 'U'
-	pfxIndex     = 'I'
-	pfxMeta      = 'M'
+	pfxDatabase     = 'B'
+	pfxContainer    = 'C'
+	pfxDoc          = 'D'
+	pfxOrder        = 'O'
+	pfxByTS         = 'T'
+	pfxByExpiry     = 'X'
+	pfxSeq          = 'S'
+	pfxUnique       = 'U'
+	pfxIndex        = 'I'
+	pfxMeta         = 'M'
+	pfxUsage        = 'K' // container usage tally
+	pfxExpiryBucket = 'H' // expiry tallies by second
 )
 
 // Tuple type tags, ordered as Cosmos DB orders types.
@@ -38,7 +40,7 @@ var (
 	keyClock    = []byte("Mclock")
 	keyDBSeq    = []byte("Mdbseq")
 	keyCollSeq  = []byte("Mcollseq")
-	collPrefixs = []byte{pfxDoc, pfxOrder, pfxByTS, pfxByExpiry, pfxSeq, pfxUnique, pfxIndex}
+	collPrefixs = []byte{pfxDoc, pfxOrder, pfxByTS, pfxByExpiry, pfxSeq, pfxUnique, pfxIndex, pfxUsage, pfxExpiryBucket}
 )
 
 func databaseKey(name string) []byte { return append([]byte{pfxDatabase}, name...) }

@@ -35,6 +35,38 @@ type purger struct {
 	started atomic.Bool
 	purged  atomic.Int64 // documents deleted since start
 	passes  atomic.Int64
+
+	mu    sync.Mutex
+	byRID map[[8]byte]*purgeCounts // per container, since start
+}
+
+// purgeCounts are one container's purge counters.
+type purgeCounts struct{ purged, deferred int64 }
+
+// count adds to a container's counters.
+func (p *purger) count(rid [8]byte, purged, deferred int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.byRID == nil {
+		p.byRID = map[[8]byte]*purgeCounts{}
+	}
+	c := p.byRID[rid]
+	if c == nil {
+		c = &purgeCounts{}
+		p.byRID[rid] = c
+	}
+	c.purged += purged
+	c.deferred += deferred
+}
+
+// countsOf returns a container's counters.
+func (p *purger) countsOf(rid [8]byte) (purged, deferred int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.byRID[rid]; c != nil {
+		return c.purged, c.deferred
+	}
+	return 0, 0
 }
 
 func newPurger(e *Engine) *purger {
@@ -202,6 +234,7 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget) (int, bool, err
 		return 0, false, err
 	}
 	n, more := 0, false
+	var rid [8]byte
 	var next map[byte][]byte // cursors to adopt once the batch commits
 	// No sync: a purge batch lost in a crash is redone, and its documents stay
 	// expired meanwhile (expiry is final), so nothing waits on the disk here.
@@ -260,10 +293,11 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget) (int, bool, err
 		// manifest from the value, its sequence number from the key.
 		for _, en := range entries {
 			seq := binary.BigEndian.Uint64(en.key[len(en.key)-8:])
-			suffix, manifest, err := decodeOrderValue(en.value, &s.rid)
+			suffix, size, manifest, err := decodeOrderValue(en.value, &s.rid)
 			if err != nil {
 				return err
 			}
+			s.usage.add([][]byte{nil, en.key}, size, -1)
 			keys := append([][]byte{docKey(s.rid, suffix), orderKey(s.rid, seq), en.key}, manifest...)
 			for _, k := range keys {
 				if err := tx.Delete(k); err != nil {
@@ -271,11 +305,14 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget) (int, bool, err
 				}
 			}
 		}
-		n = len(entries)
-		return nil
+		n, rid = len(entries), s.rid
+		return s.usage.apply(tx, s.rid)
 	})
 	if err == nil {
 		e.purger.purged.Add(int64(n))
+		if n > 0 {
+			e.purger.count(rid, int64(n), 0)
+		}
 		for pfx, c := range next {
 			t.cursor[pfx] = c
 		}

@@ -287,7 +287,7 @@ func (d *docSource) nextRecord() (*docRecord, uint64, bool, error) {
 		d.scanned++
 		k := d.it.Key()
 		seq := binary.BigEndian.Uint64(k[len(k)-8:])
-		suffix, _, err := decodeOrderValue(d.it.Value(), nil)
+		suffix, _, _, err := decodeOrderValue(d.it.Value(), nil)
 		if err != nil {
 			d.err = err
 			return nil, 0, false, err

@@ -247,13 +247,14 @@ func appendValue(b []byte, v jsonv.Value) []byte {
 // manifest: every index and unique key entry the version owns, each as its
 // structure byte, a length and the key after <structure><collRid>.
 
-func encodeOrderValue(suffix []byte, manifest [][]byte) []byte {
-	n := binary.MaxVarintLen64 * (2 + len(manifest))
+func encodeOrderValue(suffix []byte, size int, manifest [][]byte) []byte {
+	n := binary.MaxVarintLen64 * (3 + len(manifest))
 	n += len(suffix)
 	for _, k := range manifest {
 		n += len(k)
 	}
 	b := make([]byte, 0, n)
+	b = binary.AppendUvarint(b, uint64(size))
 	b = binary.AppendUvarint(b, uint64(len(suffix)))
 	b = append(b, suffix...)
 	for _, k := range manifest {
@@ -264,27 +265,33 @@ func encodeOrderValue(suffix []byte, manifest [][]byte) []byte {
 	return b
 }
 
-// decodeOrderValue returns the suffix and, when coll is not nil, the manifest's keys.
-func decodeOrderValue(v []byte, coll *[8]byte) (suffix []byte, manifest [][]byte, err error) {
+// decodeOrderValue returns the suffix, the document's size and, when coll is
+// not nil, the manifest's keys.
+func decodeOrderValue(v []byte, coll *[8]byte) (suffix []byte, size int, manifest [][]byte, err error) {
+	sz, w := binary.Uvarint(v)
+	if w <= 0 || sz > maxDocBytes*2 {
+		return nil, 0, nil, errCorruptRecord
+	}
+	v, size = v[w:], int(sz)
 	n, w := binary.Uvarint(v)
 	if w <= 0 || uint64(len(v)-w) < n {
-		return nil, nil, errCorruptRecord
+		return nil, 0, nil, errCorruptRecord
 	}
 	suffix, v = v[w:w+int(n)], v[w+int(n):]
 	if coll == nil {
-		return suffix, nil, nil
+		return suffix, size, nil, nil
 	}
 	for len(v) > 0 {
 		pfx := v[0]
 		n, w := binary.Uvarint(v[1:])
 		if w <= 0 || uint64(len(v)-1-w) < n {
-			return nil, nil, errCorruptRecord
+			return nil, 0, nil, errCorruptRecord
 		}
 		k := collKey(pfx, *coll)
 		manifest = append(manifest, append(k, v[1+w:1+w+int(n)]...))
 		v = v[1+w+int(n):]
 	}
-	return suffix, manifest, nil
+	return suffix, size, manifest, nil
 }
 
 // ownedKeys returns every key of a stored document version besides its primary
@@ -298,7 +305,7 @@ func ownedKeys(r kv.Reader, l *layout, rec *docRecord) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, manifest, err := decodeOrderValue(v, &l.rid)
+	_, _, manifest, err := decodeOrderValue(v, &l.rid)
 	if err != nil {
 		return nil, err
 	}

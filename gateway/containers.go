@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/engine"
 )
 
 func (s *Server) postContainers(w http.ResponseWriter, rq *request) {
@@ -54,11 +55,30 @@ func (s *Server) getContainer(w http.ResponseWriter, rq *request) {
 	}
 	rq.charge = res.Charge
 	rq.ridPath = res.RID
+	if rq.flag("x-ms-documentdb-populatequotainfo") {
+		u, err := s.opts.Engine.ContainerUsage(rq.r.Context(), rq.segs[1], rq.segs[3])
+		if err != nil {
+			s.writeError(w, rq, err)
+			return
+		}
+		setQuotaHeaders(w.Header(), u)
+	}
 	if rq.header("If-None-Match") == res.ETag {
 		s.writeError(w, rq, &lethe.Error{Code: lethe.CodeNotModified})
 		return
 	}
 	rq.writeResource(w, http.StatusOK, res.ETag, res.Body)
+}
+
+// setQuotaHeaders reports a container's quota and usage as Cosmos DB does:
+// sizes in KB (rounded up), documentSize in MB; -1 is "no limit". Expired
+// documents are not counted, from the instant they expire.
+func setQuotaHeaders(h http.Header, u engine.Usage) {
+	kb := (u.Bytes + 1023) / 1024
+	setHeader(h, "X-Ms-Resource-Quota", "functions=25;storedProcedures=100;triggers=25;documentSize=-1;documentsSize=-1;documentsCount=-1;collectionSize=-1;")
+	setHeader(h, "X-Ms-Resource-Usage", "functions=0;storedProcedures=0;triggers=0;documentSize="+strconv.FormatInt(u.Bytes>>20, 10)+
+		";documentsSize="+strconv.FormatInt(kb, 10)+";documentsCount="+strconv.FormatInt(u.Documents, 10)+
+		";collectionSize="+strconv.FormatInt(kb, 10)+";")
 }
 
 func (s *Server) putContainer(w http.ResponseWriter, rq *request) {
