@@ -30,12 +30,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "The request path is invalid: %s", err.Error()))
 		return
 	}
+	rq.segs = segs
+	if len(segs) > 0 && segs[0] == adminSegment {
+		s.serveAdmin(w, rq) // authenticates in its own way
+		return
+	}
 	resType, resLink := resourceOf(segs)
 	if err := checkMasterKey(r, resType, resLink, s.opts.Key, s.opts.Now()); err != nil {
 		s.writeError(w, rq, err)
 		return
 	}
-	rq.segs = segs
 	s.route(w, rq)
 }
 

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lethe-db/lethe/clock"
 	"github.com/lethe-db/lethe/engine"
 )
 
@@ -29,8 +30,16 @@ type Options struct {
 	Consistency string
 	// Logger receives request errors and server events. The default discards them.
 	Logger *slog.Logger
-	// Now is the clock used to check request dates. The default is time.Now.
+	// Now is the wall clock that request dates (x-ms-date) are checked against,
+	// within 15 minutes. The default is time.Now. It must stay the wall clock
+	// even when the engine runs on ManualClock: clients sign with their own
+	// wall-clock time.
 	Now func() time.Time
+	// ManualClock, when set, is the clock the engine runs on (its Options.Now
+	// must be ManualClock.Now), and turns on the admin API that moves it and
+	// runs the purge: /_lethe/clock and /_lethe/purge (see admin.go). When nil
+	// those paths answer 404.
+	ManualClock *clock.Manual
 	// Version is reported in the x-ms-gateway-version header.
 	Version string
 }

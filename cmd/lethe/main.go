@@ -123,6 +123,7 @@ type config struct {
 	logLevel    string
 	logFormat   string
 	cpuProfile  string
+	clock       string
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*config, error) {
@@ -142,6 +143,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.noPurge, "disable-purger", envBool("LETHE_DISABLE_PURGER"), "never physically delete expired documents (they stay invisible to clients): for tests of TTL semantics (LETHE_DISABLE_PURGER)")
 	fs.StringVar(&c.logLevel, "log-level", env("LETHE_LOG_LEVEL", "info"), "debug, info, warn or error (LETHE_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("LETHE_LOG_FORMAT", "text"), "text or json (LETHE_LOG_FORMAT)")
+	fs.StringVar(&c.clock, "clock", env("LETHE_CLOCK", clockWall), "server clock: wall, or manual to move it only through the admin API /_lethe/clock, for tests of TTL without sleeping (LETHE_CLOCK)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (for performance work)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -173,6 +175,9 @@ func (c *config) validate() error {
 	}
 	if c.logFormat != "text" && c.logFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format %q is not text or json", c.logFormat))
+	}
+	if c.clock != clockWall && c.clock != clockManual {
+		errs = append(errs, fmt.Errorf("--clock %q is not wall or manual", c.clock))
 	}
 	return errors.Join(errs...)
 }
@@ -235,14 +240,18 @@ func serve(args []string, stdout, stderr io.Writer) error {
 			log.Error("close store", "err", err)
 		}
 	}()
-	eng, err := engine.Open(ctx, engine.Options{Store: store, Logger: log, DisablePurger: c.noPurge})
+	now, manual := serverClock(c.clock)
+	eng, err := engine.Open(ctx, engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge})
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
+	if err := catchUpClock(ctx, manual, eng); err != nil {
+		return err
+	}
 
 	key, _ := base64.StdEncoding.DecodeString(c.key)
-	srv := gateway.New(gateway.Options{Engine: eng, Key: key, Consistency: c.consistency, Logger: log, Version: versionString()})
+	srv := gateway.New(gateway.Options{Engine: eng, Key: key, Consistency: c.consistency, Logger: log, Version: versionString(), ManualClock: manual})
 
 	var cert *tls.Certificate
 	switch {
@@ -280,7 +289,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		scheme = "https"
 	}
 	url := scheme + "://" + ln.Addr().String() + "/"
-	log.Info("lethe started", "version", versionString(), "endpoint", url, "data_dir", dataDirLabel(c), "startup", time.Since(started).Round(time.Millisecond))
+	log.Info("lethe started", "version", versionString(), "endpoint", url, "data_dir", dataDirLabel(c), "clock", c.clock, "startup", time.Since(started).Round(time.Millisecond))
 	// A line on stdout that scripts and tests wait for.
 	fmt.Fprintln(stdout, "lethe: listening on", url)
 

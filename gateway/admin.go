@@ -1,0 +1,218 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/clock"
+)
+
+// Lethe's admin API drives the server clock in tests. It is served only when
+// Options.ManualClock is set (lethe serve --clock=manual):
+//
+//	GET  /_lethe/clock   {"now": <unix seconds>, "nowRfc3339": "..."}
+//	POST /_lethe/clock   {"advanceSeconds": N} or {"set": <unix seconds>}; answers like GET
+//	POST /_lethe/purge   purges every expired document now; {"purged": n}
+//
+// Its paths start with the segment "_lethe", which no Cosmos DB path does (they
+// start with "dbs" or "offers", or are "/"), so they never shadow a Cosmos
+// resource. A request is authenticated with the master key in either of two
+// ways: the header "x-lethe-master-key: <base64 master key>", compared in
+// constant time; or, when that header is absent, a Cosmos master-key signature
+// exactly as for any other path, with the resource type and link derived from
+// the path by the usual rule (see resourceFromPath): for /_lethe/clock the type
+// is "_lethe" and the link "_lethe/clock", for /_lethe/purge "_lethe" and
+// "_lethe/purge". Request dates are checked against Options.Now, the wall clock,
+// never against the manual clock.
+
+// adminSegment is the first path segment of the admin API.
+const adminSegment = "_lethe"
+
+// adminKeyHeader carries the base64 master key on admin requests, for tools
+// that do not sign requests.
+const adminKeyHeader = "X-Lethe-Master-Key"
+
+// Bounds on clock moves, so that every time stays far inside what the engine's
+// int64 seconds and Go's time.Duration can hold.
+const (
+	maxAdvanceSeconds = 100 * 366 * 24 * 3600 // about a century
+	maxUnixSeconds    = 253402300799          // 9999-12-31T23:59:59Z
+)
+
+// serveAdmin authenticates and routes a request whose path starts with adminSegment.
+func (s *Server) serveAdmin(w http.ResponseWriter, rq *request) {
+	if err := s.checkAdminAuth(rq); err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	if s.opts.ManualClock == nil {
+		s.writeError(w, rq, lethe.Errorf(lethe.CodeNotFound, "The Lethe admin API (/_lethe/...) is off. Start the server with --clock=manual (or LETHE_CLOCK=manual) to enable /_lethe/clock and /_lethe/purge."))
+		return
+	}
+	seg := rq.segs
+	switch {
+	case len(seg) == 2 && seg[1] == "clock":
+		s.method(w, rq, map[string]handler{"GET": s.getClock, "POST": s.postClock})
+	case len(seg) == 2 && seg[1] == "purge":
+		s.method(w, rq, map[string]handler{"POST": s.postPurge})
+	default:
+		s.writeError(w, rq, lethe.Errorf(lethe.CodeNotFound, "The path '%s' is not part of the Lethe admin API, which serves /_lethe/clock and /_lethe/purge.", truncateInput(rq.r.URL.Path, 200)))
+	}
+}
+
+// checkAdminAuth accepts the x-lethe-master-key header when present and a
+// master-key signature otherwise; see the admin API's description above.
+func (s *Server) checkAdminAuth(rq *request) error {
+	if vs := rq.r.Header.Values(adminKeyHeader); len(vs) > 0 {
+		given, err := base64.StdEncoding.DecodeString(strings.TrimSpace(vs[0]))
+		// Comparing digests keeps the comparison constant-time whatever the
+		// lengths of the keys.
+		g, k := sha256.Sum256(given), sha256.Sum256(s.opts.Key)
+		if err != nil || len(vs) != 1 || subtle.ConstantTimeCompare(g[:], k[:]) != 1 {
+			return authErrorf("The %s header does not hold the server's master key (base64, as given to --key).", strings.ToLower(adminKeyHeader))
+		}
+		return nil
+	}
+	if rq.r.Header.Get("Authorization") == "" {
+		return authErrorf("The Lethe admin API needs the master key: send it in the %s header (base64, as given to --key), or sign the request like any Cosmos DB request.", strings.ToLower(adminKeyHeader))
+	}
+	resType, resLink := resourceOf(rq.segs)
+	return checkMasterKey(rq.r, resType, resLink, s.opts.Key, s.opts.Now())
+}
+
+// clockBody is the response of the clock endpoints.
+type clockBody struct {
+	Now        int64  `json:"now"`
+	NowRFC3339 string `json:"nowRfc3339"`
+}
+
+// writeClock answers with the engine's current time, which is what operations
+// see: the manual clock, never below the persisted high-water mark. Reading it
+// also persists a new high-water mark, so a move survives a restart.
+func (s *Server) writeClock(w http.ResponseWriter, rq *request) {
+	now, err := s.opts.Engine.Now(rq.r.Context())
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	rq.writeJSON(w, http.StatusOK, clockBody{Now: now, NowRFC3339: time.Unix(now, 0).UTC().Format(time.RFC3339)})
+}
+
+func (s *Server) getClock(w http.ResponseWriter, rq *request) { s.writeClock(w, rq) }
+
+// postClock moves the manual clock forward, then wakes the purger so that what
+// the move expired is also physically deleted soon.
+func (s *Server) postClock(w http.ResponseWriter, rq *request) {
+	body, err := rq.body()
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	mv, err := parseClockMove(body)
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	if err := s.moveClock(rq, mv); err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	s.opts.Engine.WakePurger()
+	s.writeClock(w, rq)
+}
+
+// moveClock applies mv to the manual clock.
+func (s *Server) moveClock(rq *request, mv clockMove) error {
+	if !mv.set {
+		_, err := s.opts.ManualClock.Advance(time.Duration(mv.seconds) * time.Second)
+		return err
+	}
+	now, err := s.opts.Engine.Now(rq.r.Context())
+	if err != nil {
+		return err
+	}
+	switch {
+	case mv.seconds < now:
+		return backwardsError(mv.seconds, now)
+	case mv.seconds == now: // already there; the manual clock may be within that second
+		return nil
+	}
+	if _, err := s.opts.ManualClock.Set(time.Unix(mv.seconds, 0)); err != nil {
+		if errors.Is(err, clock.ErrBackwards) { // another request moved it meanwhile
+			return backwardsError(mv.seconds, s.opts.ManualClock.Now().Unix())
+		}
+		return err
+	}
+	return nil
+}
+
+func backwardsError(to, now int64) error {
+	return lethe.Errorf(lethe.CodeBadRequest, "The server clock never goes backwards: 'set' is %d (%s) but the clock is already at %d (%s).",
+		to, time.Unix(to, 0).UTC().Format(time.RFC3339), now, time.Unix(now, 0).UTC().Format(time.RFC3339))
+}
+
+// postPurge runs the purge to completion and reports how many documents it deleted.
+func (s *Server) postPurge(w http.ResponseWriter, rq *request) {
+	n, err := s.opts.Engine.Purge(rq.r.Context())
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	rq.writeJSON(w, http.StatusOK, struct {
+		Purged int `json:"purged"`
+	}{n})
+}
+
+// clockMove is a decoded POST /_lethe/clock body: advance by seconds, or set
+// the clock to seconds (Unix time) when set is true.
+type clockMove struct {
+	seconds int64
+	set     bool
+}
+
+// clockBodyHelp ends every message about a bad clock body.
+const clockBodyHelp = `The body must be {"advanceSeconds": N} with N a positive integer, or {"set": T} with T a time in Unix seconds not earlier than the server's clock.`
+
+// parseClockMove decodes a POST /_lethe/clock body. It returns a BadRequest
+// error for anything but a JSON object with exactly one of advanceSeconds (an
+// integer from 1 to maxAdvanceSeconds) or set (an integer from 1 to
+// maxUnixSeconds).
+func parseClockMove(body []byte) (clockMove, error) {
+	bad := func(format string, args ...any) error {
+		return lethe.Errorf(lethe.CodeBadRequest, format+" "+clockBodyHelp, args...)
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil || members == nil {
+		return clockMove{}, bad("The request body is not a JSON object.")
+	}
+	if len(members) != 1 {
+		return clockMove{}, bad("The request body has %d members; it needs exactly one.", len(members))
+	}
+	var name string
+	var raw json.RawMessage
+	for name, raw = range members { // the only member
+	}
+	var mv clockMove
+	limit := int64(maxAdvanceSeconds)
+	switch name {
+	case "advanceSeconds":
+	case "set":
+		mv.set, limit = true, maxUnixSeconds
+	default:
+		return clockMove{}, bad("The member '%s' is not known.", truncateInput(name, 50))
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil || n < 1 || n > limit {
+		return clockMove{}, bad("The value of '%s' must be an integer from 1 to %d, not %s.", name, limit, truncateInput(string(raw), 50))
+	}
+	mv.seconds = n
+	return mv, nil
+}
