@@ -75,8 +75,9 @@ type Engine struct {
 	hwm     atomic.Int64
 	clockMu sync.Mutex // serialises persisting a new hwm
 
-	lsn      atomic.Uint64 // log sequence number of the last write; etags and session tokens
-	inflight atomic.Int64  // user operations in progress; the purger yields to them
+	lsn        atomic.Uint64 // log sequence number of the last write; etags and session tokens
+	inflight   atomic.Int64  // user operations in progress; the purger yields to them
+	lastUserOp atomic.Int64  // when the last user operation ended, Unix nanoseconds
 
 	purger *purger
 }
@@ -189,7 +190,10 @@ func (e *Engine) instant(ctx context.Context) (int64, time.Time, error) {
 // begin marks a user operation in progress until the returned func is called.
 func (e *Engine) begin() func() {
 	e.inflight.Add(1)
-	return func() { e.inflight.Add(-1) }
+	return func() {
+		e.lastUserOp.Store(time.Now().UnixNano())
+		e.inflight.Add(-1)
+	}
 }
 
 // nextLSN allocates a log sequence number for one write.

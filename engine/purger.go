@@ -139,11 +139,15 @@ func (p *purger) run() {
 // operations before each, until none is pending.
 func (e *Engine) buildIndexesYielding(ctx context.Context) error {
 	for {
-		e.yieldToUsers(ctx)
+		_, paced := e.paceForUsers(ctx)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		began := time.Now()
 		_, pending, err := e.buildIndexBatch(ctx)
+		if paced {
+			e.restAfterBatch(ctx, time.Since(began))
+		}
 		if err != nil || !pending {
 			return err
 		}
@@ -197,13 +201,18 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 	for len(targets) > 0 {
 		next := targets[:0]
 		for _, t := range targets {
+			limit, paced := e.opts.PurgeBatch, false
 			if yield {
-				e.yieldToUsers(ctx)
+				limit, paced = e.paceForUsers(ctx)
 			}
 			if err := ctx.Err(); err != nil {
 				return total, err
 			}
-			n, more, err := e.purgeBatch(ctx, t)
+			began := time.Now()
+			n, more, err := e.purgeBatch(ctx, t, limit, paced)
+			if paced {
+				e.restAfterBatch(ctx, time.Since(began))
+			}
 			total += n
 			if err != nil {
 				return total, fmt.Errorf("purge %s/%s: %w", t.db, t.coll, err)
@@ -218,17 +227,55 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 	return total, nil
 }
 
-// yieldToUsers waits, briefly, while user operations are in flight.
-func (e *Engine) yieldToUsers(ctx context.Context) {
-	for i := 0; i < 50 && e.inflight.Load() > 0 && ctx.Err() == nil; i++ {
+// Pacing of the purge around user traffic on containers without provisioned
+// throughput. The signal is the engine's own user operations: one in flight,
+// or one that ended within userQuietWindow, means users are active. Then the
+// purger first waits up to userWaitMax for a quiet moment, takes batches
+// smaller by pacedBatchDivisor (a batch holds the store's writer lock, so
+// short batches keep user writes from queueing behind it), and rests
+// pacedRestFactor times as long as each batch took: under load the purge uses
+// at most about a fifth of one core and never delays a user write by more
+// than one small batch. An idle server purges in full batches, back to back.
+const (
+	userQuietWindow   = 10 * time.Millisecond
+	userWaitMax       = 50 * time.Millisecond
+	pacedBatchDivisor = 8
+	pacedRestFactor   = 4
+)
+
+// usersActive reports whether user operations are running or ran within
+// userQuietWindow.
+func (e *Engine) usersActive() bool {
+	return e.inflight.Load() > 0 || time.Now().UnixNano()-e.lastUserOp.Load() < int64(userQuietWindow)
+}
+
+// paceForUsers waits, briefly, for a quiet moment and returns the size of the
+// next batch and whether it is paced because users are active.
+func (e *Engine) paceForUsers(ctx context.Context) (limit int, paced bool) {
+	deadline := time.Now().Add(userWaitMax)
+	for e.inflight.Load() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(time.Millisecond)
+	}
+	if !e.usersActive() {
+		return e.opts.PurgeBatch, false
+	}
+	return max(16, e.opts.PurgeBatch/pacedBatchDivisor), true
+}
+
+// restAfterBatch sleeps pacedRestFactor times a paced batch's duration.
+func (e *Engine) restAfterBatch(ctx context.Context, took time.Duration) {
+	t := time.NewTimer(max(time.Millisecond, took*pacedRestFactor))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
-// purgeBatch deletes up to PurgeBatch expired documents of one container and
-// reports whether more may remain.
-func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget) (int, bool, error) {
-	limit := e.opts.PurgeBatch
+// purgeBatch deletes up to limit expired documents of one container and
+// reports whether more may remain. paced says the batch was shrunk for user
+// traffic, which the container's deferral counter records.
+func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, paced bool) (int, bool, error) {
 	now, err := e.now(ctx)
 	if err != nil {
 		return 0, false, err
@@ -310,8 +357,12 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget) (int, bool, err
 	})
 	if err == nil {
 		e.purger.purged.Add(int64(n))
-		if n > 0 {
-			e.purger.count(rid, int64(n), 0)
+		if n > 0 || paced {
+			var deferred int64
+			if paced {
+				deferred = 1
+			}
+			e.purger.count(rid, int64(n), deferred)
 		}
 		for pfx, c := range next {
 			t.cursor[pfx] = c

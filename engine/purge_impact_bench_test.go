@@ -1,0 +1,212 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lethe-db/lethe/kv/pebblekv"
+)
+
+// foreground runs a mixed user workload on the engine for d: 80% point reads
+// of the live documents l0..l(live-1), 20% creates. It returns every
+// operation's latency and how many failed.
+func foreground(b *testing.B, e *Engine, workers, live int, d time.Duration, tag string) ([]time.Duration, int) {
+	var mu sync.Mutex
+	var all []time.Duration
+	failed := 0
+	var wg sync.WaitGroup
+	stop := time.Now().Add(d)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			var lat []time.Duration
+			bad := 0
+			for i := 0; time.Now().Before(stop); i++ {
+				t0 := time.Now()
+				var err error
+				if rng.IntN(5) == 0 {
+					_, err = e.CreateDocument(ctx, DocRef{DB: "db", Coll: "live", PK: pk("p")}, fmt.Appendf(nil, `{"id":"%s-%d-%d","pk":"p","v":%d}`, tag, w, i, i))
+				} else {
+					_, err = e.ReadDocument(ctx, ref("live", fmt.Sprintf("l%d", rng.IntN(live)), "p"), Conditions{})
+				}
+				lat = append(lat, time.Since(t0))
+				if err != nil {
+					bad++
+				}
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			failed += bad
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	slices.Sort(all)
+	return all, failed
+}
+
+func pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(float64(len(sorted))*p))]
+}
+
+// BenchmarkForegroundDuringPurge measures what a large purge costs user
+// requests on a container without provisioned throughput: the same mixed
+// workload runs first with nothing to purge, then right after
+// LETHE_BENCH_DOCS documents (default 200,000) expired at once, while the
+// background purger deletes them. Reported: p99 latency of each phase, their
+// ratio (the target is at most 1.10), throughput of each, and how many
+// documents the purge deleted during the measured phase.
+func BenchmarkForegroundDuringPurge(b *testing.B) {
+	n := benchEnv("LETHE_BENCH_DOCS", 200_000)
+	phase := time.Duration(benchEnv("LETHE_BENCH_PHASE_SECONDS", 5)) * time.Second
+	const workers, live = 8, 10_000
+	for range b.N {
+		store, err := pebblekv.Open(pebblekv.Options{Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		clock := newFakeClock()
+		e, err := Open(ctx, Options{Store: store, Now: clock.Now, PurgeInterval: 50 * time.Millisecond})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, body := range []string{`{"id":"db"}`} {
+			if _, err := e.CreateDatabase(ctx, []byte(body)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, c := range []string{`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":60}`, `{"id":"live","partitionKey":{"paths":["/pk"]}}`} {
+			if _, err := e.CreateContainer(ctx, "db", []byte(c)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		loadDocs(b, e, "x", n, 1024, "")
+		for i := range live {
+			if _, err := e.CreateDocument(ctx, DocRef{DB: "db", Coll: "live", PK: pk("p")}, fmt.Appendf(nil, `{"id":"l%d","pk":"p","pad":"%0900d"}`, i, 0)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ResetTimer()
+		base, baseFailed := foreground(b, e, workers, live, phase, "base")
+
+		clock.Advance(61 * time.Second) // every x document expires now
+		e.WakePurger()
+		before := e.PurgeStats().Purged
+		during, duringFailed := foreground(b, e, workers, live, phase, "during")
+		purged := e.PurgeStats().Purged - before
+		b.StopTimer()
+
+		if baseFailed+duringFailed > 0 {
+			b.Fatalf("%d user operations failed", baseFailed+duringFailed)
+		}
+		if purged == 0 {
+			b.Fatal("the purge deleted nothing during the measured phase")
+		}
+		p99b, p99d := pct(base, 0.99), pct(during, 0.99)
+		b.ReportMetric(float64(p99b.Microseconds()), "p99-base-us")
+		b.ReportMetric(float64(p99d.Microseconds()), "p99-purging-us")
+		b.ReportMetric(float64(p99d)/float64(p99b), "p99-ratio")
+		b.ReportMetric(float64(pct(base, 0.5).Microseconds()), "p50-base-us")
+		b.ReportMetric(float64(pct(during, 0.5).Microseconds()), "p50-purging-us")
+		b.ReportMetric(float64(len(base))/phase.Seconds(), "ops/s-base")
+		b.ReportMetric(float64(len(during))/phase.Seconds(), "ops/s-purging")
+		b.ReportMetric(float64(purged), "purged-during")
+		e.Close()
+		store.Close()
+	}
+}
+
+// BenchmarkIdlePurgeLag measures, in real time on an otherwise idle engine,
+// how long expired documents stay physically stored: documents with ttl 1 s
+// are written in bursts for LETHE_BENCH_PHASE_SECONDS (default 10) and the
+// expiry backlog is sampled every 5 ms. For each second S, the lag is from S
+// (when that second's documents expire) to the first sample at which none of
+// them is left. Reported: p50, p99 and max lag over the seconds (target: p99
+// under 1 s).
+func BenchmarkIdlePurgeLag(b *testing.B) {
+	phase := time.Duration(benchEnv("LETHE_BENCH_PHASE_SECONDS", 10)) * time.Second
+	for range b.N {
+		store, err := pebblekv.Open(pebblekv.Options{Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e, err := Open(ctx, Options{Store: store})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":-1}`)); err != nil {
+			b.Fatal(err)
+		}
+		done := make(chan struct{})
+		var writer sync.WaitGroup
+		writer.Add(1)
+		go func() { // 100 documents every 100 ms, each living 1 s
+			defer writer.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				for j := range 100 {
+					if _, err := e.CreateDocument(ctx, DocRef{DB: "db", Coll: "c", PK: pk("p")}, fmt.Appendf(nil, `{"id":"d%d-%d","pk":"p","ttl":1}`, i, j)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}
+		}()
+		cleared := map[int64]time.Time{} // second S -> first sample with nothing expired at S left
+		seen := map[int64]bool{}
+		end := time.Now().Add(phase)
+		for time.Now().Before(end) {
+			time.Sleep(5 * time.Millisecond)
+			backlog, err := e.TTLBacklog(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			now := time.Now()
+			oldest := int64(1 << 62)
+			if len(backlog) == 1 && backlog[0].PendingDocuments > 0 {
+				oldest = backlog[0].OldestPending.Unix()
+				seen[oldest] = true
+			}
+			// Every second before oldest whose expiry has passed is cleared now.
+			for s := now.Unix() - 3; s < min(oldest, now.Unix()+1); s++ {
+				if _, ok := cleared[s]; !ok && s <= now.Unix() {
+					cleared[s] = now
+				}
+			}
+		}
+		close(done)
+		writer.Wait()
+		var lags []time.Duration
+		for s, at := range cleared {
+			if seen[s] { // a second that had documents waiting
+				lags = append(lags, at.Sub(time.Unix(s, 0)))
+			}
+		}
+		if len(lags) == 0 {
+			b.Fatal("no expired second was observed")
+		}
+		slices.Sort(lags)
+		b.ReportMetric(float64(pct(lags, 0.5).Milliseconds()), "lag-p50-ms")
+		b.ReportMetric(float64(pct(lags, 0.99).Milliseconds()), "lag-p99-ms")
+		b.ReportMetric(float64(lags[len(lags)-1].Milliseconds()), "lag-max-ms")
+		b.ReportMetric(float64(len(lags)), "seconds-observed")
+		e.Close()
+		store.Close()
+	}
+}
