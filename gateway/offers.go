@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/engine"
@@ -19,8 +20,11 @@ func throughputHeaders(rq *request) (*engine.Throughput, error) {
 // 3200, x-ms-retry-after-ms) and ok false. Query-plan requests do no work
 // and are never throttled (the JavaScript SDK must get its plan).
 func (s *Server) admit(w http.ResponseWriter, rq *request) (adm engine.Admission, ok bool) {
-	if rq.r.Method == http.MethodPost && rq.flag("x-ms-cosmos-is-query-plan-request") {
-		return adm, true
+	if rq.r.Method == http.MethodPost {
+		// Canonical key: Header.Get would allocate to canonicalise it.
+		if v := rq.r.Header["X-Ms-Cosmos-Is-Query-Plan-Request"]; len(v) > 0 && strings.EqualFold(v[0], "true") {
+			return adm, true
+		}
 	}
 	adm, err := s.opts.Engine.Admit(rq.r.Context(), rq.segs[1], rq.segs[3])
 	if err != nil {
