@@ -6,6 +6,7 @@ package lethe
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes. Each maps to one HTTP status and Cosmos "code" string in the gateway.
@@ -36,6 +37,9 @@ type Error struct {
 	Code      string
 	SubStatus int
 	Message   string
+	// RetryAfter tells a throttled client (TooManyRequests) how long to wait
+	// before retrying; zero for other errors.
+	RetryAfter time.Duration
 }
 
 // Error implements the error interface.

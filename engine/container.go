@@ -34,6 +34,9 @@ type collRecord struct {
 	// policy are being re-indexed: it holds the next sequence number to
 	// process. Queries do not use the index meanwhile, so they stay exact.
 	IndexBuild *uint64 `json:"indexBuild,omitempty"`
+	// Throughput is the container's own provisioned throughput; nil: none
+	// (its database's shared throughput, if any, governs it).
+	Throughput *Throughput `json:"throughput,omitempty"`
 }
 
 // indexUsable reports whether queries may use the container's index.
@@ -324,6 +327,12 @@ func samePaths(a, b []string) bool {
 // Returns NotFound if the database does not exist, BadRequest for an invalid
 // definition, and Conflict if the container exists.
 func (e *Engine) CreateContainer(ctx context.Context, dbID string, body []byte) (Resource, error) {
+	return e.CreateContainerWithThroughput(ctx, dbID, body, nil)
+}
+
+// CreateContainerWithThroughput is CreateContainer with the container's own
+// provisioned throughput (see ParseThroughput; nil: none).
+func (e *Engine) CreateContainerWithThroughput(ctx context.Context, dbID string, body []byte, tp *Throughput) (Resource, error) {
 	defer e.begin()()
 	now, o, err := e.nowAndObject(ctx, body)
 	if err != nil {
@@ -353,6 +362,9 @@ func (e *Engine) CreateContainer(ctx context.Context, dbID string, body []byte) 
 		rec.RID = encodeRID(crid[:])
 		rec.DB = dbID
 		rec.Watermarks = ttl.Initial
+		if rec.Throughput, err = e.stampThroughput(tx, tp, now); err != nil {
+			return err
+		}
 		res, err = e.putContainer(tx, key, rec, o, db, now)
 		return err
 	})
@@ -446,6 +458,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, dbID, collID string, body
 			return lethe.Errorf(lethe.CodeBadRequest, "The id in the body ('%s') does not match the container being replaced ('%s').", rec.ID, collID)
 		}
 		rec.RID, rec.DB = old.RID, old.DB
+		rec.Throughput = old.Throughput // offers change it, never a container replace
 		rec.Watermarks = old.Watermarks
 		if rec.policy() != old.policy() {
 			rec.Watermarks = old.Watermarks.Close(old.policy(), now)
@@ -465,7 +478,8 @@ func (e *Engine) ReplaceContainer(ctx context.Context, dbID, collID string, body
 // Returns NotFound if it does not exist.
 func (e *Engine) DeleteContainer(ctx context.Context, dbID, collID string) error {
 	defer e.begin()()
-	return e.store.Update(ctx, func(tx kv.Tx) error {
+	var rid string
+	err := e.store.Update(ctx, func(tx kv.Tx) error {
 		db, c, err := getContainer(tx, dbID, collID)
 		if err != nil {
 			return err
@@ -473,8 +487,13 @@ func (e *Engine) DeleteContainer(ctx context.Context, dbID, collID string) error
 		if err := dropContainerData(tx, c.rid()); err != nil {
 			return err
 		}
+		rid = c.RID
 		return tx.Delete(containerKey(db.rid(), collID))
 	})
+	if err == nil {
+		e.budgets.drop(rid)
+	}
+	return err
 }
 
 // parseUniqueKeys validates uniqueKeyPolicy {"uniqueKeys":[{"paths":[...]}, ...]}

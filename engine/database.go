@@ -16,6 +16,8 @@ type dbRecord struct {
 	RID  string          `json:"rid"`
 	Body json.RawMessage `json:"body"`
 	ETag string          `json:"etag"`
+	// Throughput is the database's shared provisioned throughput; nil: none.
+	Throughput *Throughput `json:"throughput,omitempty"`
 }
 
 func (r *dbRecord) rid() [4]byte {
@@ -50,6 +52,13 @@ func getDatabase(r kv.Reader, id string) (*dbRecord, error) {
 // CreateDatabase creates a database from its JSON body ({"id": ...}).
 // Returns BadRequest for an invalid body or id and Conflict if it exists.
 func (e *Engine) CreateDatabase(ctx context.Context, body []byte) (Resource, error) {
+	return e.CreateDatabaseWithThroughput(ctx, body, nil)
+}
+
+// CreateDatabaseWithThroughput is CreateDatabase with shared provisioned
+// throughput (see ParseThroughput; nil: none), used by its containers that
+// have none of their own.
+func (e *Engine) CreateDatabaseWithThroughput(ctx context.Context, body []byte, tp *Throughput) (Resource, error) {
 	defer e.begin()()
 	now, o, err := e.nowAndObject(ctx, body)
 	if err != nil {
@@ -75,6 +84,9 @@ func (e *Engine) CreateDatabase(ctx context.Context, body []byte) (Resource, err
 		etag := etagFor(e.nextLSN())
 		stampSystem(o, rid, "dbs/"+rid+"/", etag, now, "_colls", "colls/", "_users", "users/")
 		rec := dbRecord{RID: rid, Body: jsonv.Marshal(o), ETag: etag}
+		if rec.Throughput, err = e.stampThroughput(tx, tp, now); err != nil {
+			return err
+		}
 		v, err := json.Marshal(&rec)
 		if err != nil {
 			return err
@@ -123,7 +135,8 @@ func (e *Engine) ListDatabases(ctx context.Context) ([]Resource, error) {
 // Returns NotFound if it does not exist.
 func (e *Engine) DeleteDatabase(ctx context.Context, id string) error {
 	defer e.begin()()
-	return e.store.Update(ctx, func(tx kv.Tx) error {
+	var dropped []string // budgets to forget
+	err := e.store.Update(ctx, func(tx kv.Tx) error {
 		rec, err := getDatabase(tx, id)
 		if err != nil {
 			return err
@@ -132,7 +145,9 @@ func (e *Engine) DeleteDatabase(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
+		dropped = append(dropped[:0], rec.RID)
 		for _, c := range colls {
+			dropped = append(dropped, c.RID)
 			if err := dropContainerData(tx, c.rid()); err != nil {
 				return err
 			}
@@ -143,4 +158,8 @@ func (e *Engine) DeleteDatabase(ctx context.Context, id string) error {
 		}
 		return tx.Delete(databaseKey(id))
 	})
+	if err == nil {
+		e.budgets.drop(dropped...)
+	}
+	return err
 }

@@ -79,7 +79,8 @@ type Engine struct {
 	inflight   atomic.Int64  // user operations in progress; the purger yields to them
 	lastUserOp atomic.Int64  // when the last user operation ended, Unix nanoseconds
 
-	purger *purger
+	purger  *purger
+	budgets *budgets // RU buckets of containers with provisioned throughput
 }
 
 // Open starts an engine over opts.Store, restoring the persisted clock high-water mark.
@@ -89,7 +90,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	opts.EnsureDefaults()
 	guard := acquireGuard(opts.Store)
-	e := &Engine{opts: opts, store: guard, guard: guard, log: opts.Logger}
+	e := &Engine{opts: opts, store: guard, guard: guard, log: opts.Logger, budgets: newBudgets()}
 	err := e.store.View(ctx, func(r kv.Reader) error {
 		v, err := r.Get(keyClock)
 		if errors.Is(err, kv.ErrNotFound) {
@@ -106,6 +107,10 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		releaseGuard(guard)
 		return nil, fmt.Errorf("engine: read clock high-water mark: %w", err)
+	}
+	if err := e.loadProvisioned(ctx); err != nil {
+		releaseGuard(guard)
+		return nil, fmt.Errorf("engine: %w", err)
 	}
 	// LSNs only need to grow; microseconds since the epoch keep them growing
 	// across restarts without persisting a counter.

@@ -30,6 +30,10 @@ type metaGuard struct {
 	writers   atomic.Int64  // transactions that wrote a record and have not finished
 	gen       atomic.Uint64 // finished transactions that wrote a record
 
+	// provisioned is raised once any resource of the store has provisioned
+	// throughput (budget.go); until then Admit does nothing.
+	provisioned atomic.Bool
+
 	refs int // engines using the guard; guards' lock
 
 	mu     sync.RWMutex

@@ -18,16 +18,17 @@ func (s *Server) postContainers(w http.ResponseWriter, rq *request) {
 		s.queryResources(w, rq, list, "DocumentCollections")
 		return
 	}
-	if rq.header("x-ms-offer-throughput") != "" || rq.header("x-ms-cosmos-offer-autopilot-settings") != "" {
-		// Provisioned throughput is accepted and not enforced yet: containers are unlimited.
-		s.log.Debug("offer throughput requested; not enforced", "container_db", rq.segs[1])
+	tp, err := throughputHeaders(rq)
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
 	}
 	body, err := rq.body()
 	if err != nil {
 		s.writeError(w, rq, err)
 		return
 	}
-	res, err := s.opts.Engine.CreateContainer(rq.r.Context(), rq.segs[1], body)
+	res, err := s.opts.Engine.CreateContainerWithThroughput(rq.r.Context(), rq.segs[1], body, tp)
 	if err != nil {
 		s.writeError(w, rq, err)
 		return
@@ -128,20 +129,4 @@ func (s *Server) getPartitionKeyRanges(w http.ResponseWriter, rq *request) {
 		`,"minInclusive":"","maxExclusive":"FF","ridPrefix":0,"_self":` + strconv.Quote("dbs/"+rq.segs[1]+"/colls/"+rq.segs[3]+"/pkranges/"+rangeRID+"/") +
 		`,"throughputFraction":1,"status":"online","parents":[],"_ts":0,"lsn":0}`
 	rq.writeFeed(w, info.RID, "PartitionKeyRanges", [][]byte{[]byte(item)})
-}
-
-// offers answers throughput requests. Lethe does not provision throughput yet:
-// every container is unlimited, so the offers feed is empty (the SDKs report
-// "no provisioned throughput") and reads or replaces of an offer are 404.
-func (s *Server) offers(w http.ResponseWriter, rq *request) {
-	rq.charge = 1
-	if len(rq.segs) == 1 && isQuery(rq) {
-		s.queryResources(w, rq, nil, "Offers")
-		return
-	}
-	if len(rq.segs) == 1 {
-		rq.writeFeed(w, "", "Offers", nil)
-		return
-	}
-	s.writeError(w, rq, lethe.Errorf(lethe.CodeNotFound, "Resource Not Found. Lethe does not provision throughput yet; containers are unlimited."))
 }

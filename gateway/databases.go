@@ -21,12 +21,17 @@ func (s *Server) postDatabases(w http.ResponseWriter, rq *request) {
 		s.queryResources(w, rq, list, "Databases")
 		return
 	}
+	tp, err := throughputHeaders(rq)
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
 	body, err := rq.body()
 	if err != nil {
 		s.writeError(w, rq, err)
 		return
 	}
-	res, err := s.opts.Engine.CreateDatabase(rq.r.Context(), body)
+	res, err := s.opts.Engine.CreateDatabaseWithThroughput(rq.r.Context(), body, tp)
 	if err != nil {
 		s.writeError(w, rq, err)
 		return

@@ -58,6 +58,9 @@ func (s *Server) writeError(w http.ResponseWriter, rq *request, err error) {
 	if e, ok := err.(*lethe.Error); ok && e.SubStatus != 0 {
 		h.Set("x-ms-substatus", strconv.Itoa(e.SubStatus))
 	}
+	if e, ok := err.(*lethe.Error); ok && e.RetryAfter > 0 {
+		h.Set("x-ms-retry-after-ms", strconv.FormatInt(max(1, e.RetryAfter.Milliseconds()), 10))
+	}
 	body := struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`

@@ -75,11 +75,16 @@ func (s *Server) route(w http.ResponseWriter, rq *request) {
 		s.method(w, rq, map[string]handler{"GET": s.getPartitionKeyRanges})
 	case seg[0] == "dbs" && seg[2] == "colls" && seg[4] == "docs" && len(seg) <= 6:
 		rq.altPath = "dbs/" + seg[1] + "/colls/" + seg[3]
+		adm, ok := s.admit(w, rq)
+		if !ok {
+			return
+		}
 		if len(seg) == 5 {
 			s.method(w, rq, map[string]handler{"GET": s.readFeed, "POST": s.postDocuments})
 		} else {
 			s.method(w, rq, map[string]handler{"GET": s.getDocument, "PUT": s.putDocument, "PATCH": s.patchDocument, "DELETE": s.deleteDocument})
 		}
+		adm.Charge(rq.charge)
 	case seg[0] == "offers" && len(seg) <= 2:
 		s.method(w, rq, map[string]handler{"GET": s.offers, "POST": s.offers, "PUT": s.offers})
 	case seg[0] == "dbs" && len(seg) >= 3:

@@ -1,0 +1,114 @@
+// Provisioned throughput through the official JavaScript SDK: offers at
+// creation, container.readOffer, client.offers, offer.replace, and a burst
+// into a 400 RU/s container that is throttled (429) and still completes,
+// thanks to the SDK's own retries.
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { fileFixture, rejectsWithCode } from "../lib/helpers.js";
+import { startProxy } from "../lib/proxy.js";
+import { client, uid } from "../lib/server.js";
+
+const { srv, cosmos, newDatabase } = await fileFixture();
+
+test("offers: manual and autoscale round trips", async () => {
+  const db = await newDatabase("offers");
+  const { container: manual } = await db.containers.create({ id: uid("m"), partitionKey: { paths: ["/pk"] }, throughput: 400 });
+  const { container: auto } = await db.containers.create({ id: uid("a"), partitionKey: { paths: ["/pk"] }, maxThroughput: 4000 });
+  const { container: none } = await db.containers.create({ id: uid("n"), partitionKey: { paths: ["/pk"] } });
+
+  const { resource: offer, offer: handle } = await manual.readOffer();
+  assert.equal(offer.content.offerThroughput, 400);
+  assert.equal(offer.offerVersion, "V2");
+  assert.equal(offer._self, `offers/${offer.id}/`);
+  const { resource: def } = await manual.read();
+  assert.equal(offer.resource, def._self);
+  assert.equal(offer.offerResourceId, def._rid);
+
+  // Replace the whole offer body with a new value, as the SDK's docs show.
+  offer.content.offerThroughput = 1000;
+  const replaced = await handle.replace(offer);
+  assert.equal(replaced.resource.content.offerThroughput, 1000);
+  const read = await cosmos.offer(offer.id).read();
+  assert.equal(read.resource.content.offerThroughput, 1000);
+  assert.notEqual(read.resource._etag, offer._etag);
+
+  offer.content.offerThroughput = 450;
+  await rejectsWithCode(() => handle.replace(offer), 400);
+  await rejectsWithCode(() => cosmos.offer("nosuchoffer").read(), 404);
+
+  const { resource: autoOffer, offer: autoHandle } = await auto.readOffer();
+  assert.equal(autoOffer.content.offerAutopilotSettings.maxThroughput, 4000);
+  assert.equal(autoOffer.content.offerThroughput, 400, "an idle autoscale offer reports 10% of its maximum");
+  autoOffer.content.offerAutopilotSettings.maxThroughput = 5000;
+  const autoReplaced = await autoHandle.replace(autoOffer);
+  assert.equal(autoReplaced.resource.content.offerAutopilotSettings.maxThroughput, 5000);
+
+  // A container without throughput has no offer.
+  const noOffer = await none.readOffer();
+  assert.equal(noOffer.resource, undefined);
+
+  // client.offers lists and queries every offer.
+  const { resources: all } = await cosmos.offers.readAll().fetchAll();
+  assert.ok(all.some((o) => o.id === offer.id) && all.some((o) => o.id === autoOffer.id));
+  const { resource: noneDef } = await none.read();
+  assert.ok(!all.some((o) => o.offerResourceId === noneDef._rid));
+  const { resources: found } = await cosmos.offers
+    .query({ query: "SELECT * FROM o WHERE o.offerResourceId = @rid", parameters: [{ name: "@rid", value: def._rid }] })
+    .fetchAll();
+  assert.deepEqual(found.map((o) => o.id), [offer.id]);
+});
+
+test("offers: shared database throughput and validation", async () => {
+  const id = uid("shared");
+  const { database } = await cosmos.databases.create({ id, throughput: 800 });
+  const { resource: dbDef } = await database.read();
+  const { resources } = await cosmos.offers
+    .query(`SELECT * FROM o WHERE o.resource = "${dbDef._self}"`)
+    .fetchAll();
+  assert.equal(resources.length, 1);
+  assert.equal(resources[0].content.offerThroughput, 800);
+  await rejectsWithCode(() => cosmos.databases.create({ id: uid("bad"), throughput: 350 }), 400);
+  await rejectsWithCode(() => cosmos.databases.create({ id: uid("bad"), maxThroughput: 1500 }), 400);
+  await rejectsWithCode(
+    () => database.containers.create({ id: uid("bad"), partitionKey: { paths: ["/pk"] }, throughput: 401 }),
+    400,
+  );
+  await database.delete();
+  const { resources: after } = await cosmos.offers.query(`SELECT * FROM o WHERE o.resource = "${dbDef._self}"`).fetchAll();
+  assert.equal(after.length, 0, "deleting the database removes its offer");
+});
+
+test("throttling: a burst is throttled and completes through SDK retries", async () => {
+  const db = await newDatabase("throttle");
+  const id = uid("small");
+  await db.containers.create({ id, partitionKey: { paths: ["/pk"] }, throughput: 400 });
+
+  const proxy = await startProxy(srv.endpoint);
+  const viaProxy = client(proxy.endpoint, {
+    connectionPolicy: { retryOptions: { maxRetryAttemptCount: 100, maxWaitTimeInSeconds: 120 } },
+  });
+  try {
+    const container = viaProxy.database(db.id).container(id);
+    const pad = "x".repeat(4000);
+    const n = 60;
+    const results = await Promise.all(
+      Array.from({ length: n }, (_, i) => container.items.create({ id: `d${i}`, pk: "p", pad })),
+    );
+    assert.ok(results.every((r) => r.statusCode === 201));
+
+    const throttled = proxy.log.filter((e) => e.status === 429);
+    assert.ok(throttled.length > 0, "the burst must be throttled");
+    for (const e of throttled) {
+      assert.ok(Number(e.resHeaders["x-ms-retry-after-ms"]) >= 1, "x-ms-retry-after-ms");
+      assert.equal(e.resHeaders["x-ms-substatus"], "3200");
+      assert.equal(JSON.parse(e.resBody).code, "TooManyRequests");
+    }
+
+    const { resources: count } = await container.items.query("SELECT VALUE COUNT(1) FROM c").fetchAll();
+    assert.deepEqual(count, [n], "every create completed exactly once");
+  } finally {
+    viaProxy.dispose();
+    await proxy.close();
+  }
+});

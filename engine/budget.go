@@ -1,0 +1,240 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/throttle"
+)
+
+// keyProvisioned is written, once, with the first resource that has
+// provisioned throughput. Until then every container is unlimited and Admit
+// costs one atomic load.
+var keyProvisioned = []byte("Mprovisioned")
+
+// budgets owns the RU buckets of the resources with provisioned throughput,
+// by the _rid of the resource whose throughput governs (the container's own,
+// or its database's shared throughput). A bucket is made on first use, made
+// again when the offer changes (a new etag) and dropped with its resource.
+type budgets struct {
+	mu sync.Mutex
+	m  map[string]*budget // guarded by mu
+}
+
+type budget struct {
+	etag   string // the offer version the bucket was made for
+	bucket *throttle.Bucket
+}
+
+func newBudgets() *budgets { return &budgets{m: map[string]*budget{}} }
+
+// get returns the bucket for owner's current offer tp.
+func (bs *budgets) get(owner string, tp *Throughput, now time.Time) *throttle.Bucket {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if b := bs.m[owner]; b != nil && b.etag == tp.ETag && b.bucket.Rate() == float64(tp.budget()) {
+		return b.bucket
+	}
+	b := &budget{etag: tp.ETag, bucket: throttle.New(float64(tp.budget()), now)}
+	bs.m[owner] = b
+	return b.bucket
+}
+
+// peek returns owner's bucket if it has one.
+func (bs *budgets) peek(owner string) *throttle.Bucket {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if b := bs.m[owner]; b != nil {
+		return b.bucket
+	}
+	return nil
+}
+
+// drop forgets the buckets of deleted or changed resources.
+func (bs *budgets) drop(owners ...string) {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	for _, o := range owners {
+		delete(bs.m, o)
+	}
+}
+
+// loadProvisioned reads whether any resource of the store ever had
+// provisioned throughput.
+func (e *Engine) loadProvisioned(ctx context.Context) error {
+	return e.store.View(ctx, func(r kv.Reader) error {
+		_, err := r.Get(keyProvisioned)
+		switch {
+		case err == nil:
+			e.guard.provisioned.Store(true)
+		case !errors.Is(err, kv.ErrNotFound):
+			return fmt.Errorf("read provisioned marker: %w", err)
+		}
+		return nil
+	})
+}
+
+// markProvisioned records, in tx, that a resource has provisioned
+// throughput. The in-memory flag is raised before the commit, so no request
+// can see the resource and skip its budget.
+func (e *Engine) markProvisioned(tx kv.Tx) error {
+	e.guard.provisioned.Store(true)
+	return tx.Put(keyProvisioned, []byte{1})
+}
+
+// mayBeProvisioned reports whether any container may have a budget. Stores
+// shared with other processes always may.
+func (g *metaGuard) mayBeProvisioned() bool { return !g.exclusive || g.provisioned.Load() }
+
+// peekScope returns a container's cached records without a transaction, when
+// the cache is provably current: no metadata write is in progress and none
+// finished since the records were cached (see metaGuard). Otherwise nil.
+func (g *metaGuard) peekScope(dbID, collID string) *cachedScope {
+	if !g.exclusive {
+		return nil
+	}
+	gen, quiet := g.begin()
+	if !quiet {
+		return nil
+	}
+	g.mu.RLock()
+	s := g.scopes[scopeKey(dbID, collID)]
+	g.mu.RUnlock()
+	if s == nil || s.gen != gen || g.writers.Load() != 0 || g.gen.Load() != gen {
+		return nil
+	}
+	return s
+}
+
+// governing returns the throughput that governs a container and the _rid of
+// the resource it belongs to: the container's own, else its database's;
+// nil when it has none or does not exist.
+func governing(db *dbRecord, c *collRecord) (string, *Throughput) {
+	switch {
+	case c.Throughput != nil:
+		return c.RID, c.Throughput
+	case db.Throughput != nil:
+		return db.RID, db.Throughput
+	}
+	return "", nil
+}
+
+// throughputOf looks up the throughput governing container collID of dbID.
+func (e *Engine) throughputOf(ctx context.Context, dbID, collID string) (string, *Throughput, error) {
+	if s := e.guard.peekScope(dbID, collID); s != nil {
+		owner, tp := governing(s.db, s.c)
+		return owner, tp, nil
+	}
+	var owner string
+	var tp *Throughput
+	err := e.store.View(ctx, func(r kv.Reader) error {
+		db, c, err := getContainer(r, dbID, collID)
+		if isNotFound(err) {
+			return nil // the request itself will say so
+		}
+		if err != nil {
+			return err
+		}
+		owner, tp = governing(db, c)
+		return nil
+	})
+	return owner, tp, err
+}
+
+// Admission is a request admitted by its container's budget. Once the request
+// is done, Charge deducts what it cost. The zero Admission (unlimited
+// containers) charges nothing.
+type Admission struct {
+	bucket *throttle.Bucket
+	now    func() time.Time
+}
+
+// Charge deducts a finished request's charge, in RU, from the budget that
+// admitted it. It is a no-op for unlimited containers.
+func (a Admission) Charge(ru float64) {
+	if a.bucket != nil {
+		a.bucket.Charge(a.now(), ru)
+	}
+}
+
+// substatusThrottled is Cosmos DB's substatus for a request refused because
+// the provisioned throughput is used up.
+const substatusThrottled = 3200
+
+// Admit decides whether a request to container collID of database dbID (its
+// documents: point operations, queries, feeds, batches) may start now,
+// before it does any work. A container with provisioned throughput, its own
+// or its database's, admits requests while its RU budget is positive; a
+// container without any is unlimited. A missing container is admitted, so
+// the request reports it. Returns a *lethe.Error TooManyRequests (substatus
+// 3200) with RetryAfter set when the budget is exhausted; a refused request
+// must change nothing and is not charged.
+func (e *Engine) Admit(ctx context.Context, dbID, collID string) (Admission, error) {
+	if !e.guard.mayBeProvisioned() {
+		return Admission{}, nil
+	}
+	owner, tp, err := e.throughputOf(ctx, dbID, collID)
+	if err != nil || tp == nil {
+		return Admission{}, err
+	}
+	now := e.opts.Now()
+	b := e.budgets.get(owner, tp, now)
+	if ok, wait := b.Admit(now); !ok {
+		return Admission{}, &lethe.Error{
+			Code:       lethe.CodeTooManyRequests,
+			SubStatus:  substatusThrottled,
+			Message:    fmt.Sprintf("Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request after %d ms.", wait.Milliseconds()),
+			RetryAfter: wait,
+		}
+	}
+	return Admission{bucket: b, now: e.opts.Now}, nil
+}
+
+// BudgetFor returns the RU bucket governing the container with _rid collRID,
+// its own or its database's shared one, or nil when the container is
+// unlimited or unknown. Background work (the TTL purge) spends only
+// Bucket.Spare and records it with Bucket.UseBackground, so it never gets a
+// user request throttled.
+func (e *Engine) BudgetFor(collRID string) *throttle.Bucket {
+	if !e.guard.mayBeProvisioned() {
+		return nil
+	}
+	raw, ok := decodeRID(collRID)
+	if !ok || len(raw) != 8 {
+		return nil
+	}
+	var dbRid [4]byte
+	copy(dbRid[:], raw)
+	var owner string
+	var tp *Throughput
+	err := e.store.View(context.Background(), func(r kv.Reader) error {
+		recs, err := listContainerRecords(r, dbRid)
+		if err != nil {
+			return err
+		}
+		for _, c := range recs {
+			if c.RID != collRID {
+				continue
+			}
+			db, err := getDatabase(r, c.DB)
+			if err != nil {
+				return err
+			}
+			owner, tp = governing(db, c)
+		}
+		return nil
+	})
+	if err != nil {
+		e.log.Warn("look up a container's budget", "coll_rid", collRID, "err", err)
+		return nil
+	}
+	if tp == nil {
+		return nil
+	}
+	return e.budgets.get(owner, tp, e.opts.Now())
+}

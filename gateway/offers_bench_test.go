@@ -1,0 +1,38 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/lethe-db/lethe/engine"
+)
+
+// BenchmarkHandlerReadBudgeted is BenchmarkHandlerRead in a container with
+// provisioned throughput (large enough never to throttle): the cost of
+// admitting and charging every request against its RU budget.
+func BenchmarkHandlerReadBudgeted(b *testing.B) {
+	srv, key := benchServer(b)
+	tp, err := engine.ParseThroughput("1000000", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := srv.opts.Engine.CreateContainerWithThroughput(context.Background(), "db", []byte(`{"id":"budgeted","partitionKey":{"paths":["/pk"]}}`), tp); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 1000 {
+		req := signedRequest("POST", "/dbs/db/colls/budgeted/docs", key, benchDoc(fmt.Sprint(i), "p"), map[string]string{"x-ms-documentdb-partitionkey": `["p"]`})
+		srv.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		req := signedRequest("GET", fmt.Sprintf("/dbs/db/colls/budgeted/docs/%d", i%1000), key, nil, map[string]string{"x-ms-documentdb-partitionkey": `["p"]`})
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, req)
+		if w.Code != 200 {
+			b.Fatalf("read: %d %s", w.Code, w.Body)
+		}
+	}
+}
