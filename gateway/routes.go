@@ -5,18 +5,30 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/lethe-db/lethe"
 )
 
 // ServeHTTP authenticates and routes one request. A panic anywhere below is
 // recovered into a 500 with a JSON body: no request can take the server down.
+// With metrics on, it serves GET /metrics before authentication and records
+// every other request, whatever its outcome (metrics.go).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Metrics != nil && isScrape(r) {
+		s.serveMetrics(w, r)
+		return
+	}
 	rq := &request{r: r, activity: r.Header.Get("x-ms-activity-id")}
 	if rq.activity == "" {
 		rq.activity = newActivityID()
 	}
 	rq.minimal = strings.Contains(strings.ToLower(r.Header.Get("Prefer")), "return=minimal")
+	if s.opts.Metrics != nil {
+		rq.rec.ResponseWriter = w
+		w = &rq.rec
+		defer s.observe(rq, time.Now())
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -29,6 +41,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "The request path is invalid: %s", err.Error()))
 		return
+	}
+	if s.opts.Metrics != nil {
+		rq.op = operationOf(r.Method, segs, r.Header)
 	}
 	resType, resLink := resourceOf(segs)
 	if err := checkMasterKey(r, resType, resLink, s.opts.Key, s.opts.Now()); err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lethe-db/lethe/engine"
+	"github.com/lethe-db/lethe/metrics"
 )
 
 // Options configure a Server. Zero fields take their defaults.
@@ -33,6 +34,9 @@ type Options struct {
 	Now func() time.Time
 	// Version is reported in the x-ms-gateway-version header.
 	Version string
+	// Metrics, when set, records every request and is served at GET /metrics
+	// without authentication. Nil means neither.
+	Metrics *metrics.Metrics
 }
 
 // Server is the HTTP server of the Cosmos DB REST API.

@@ -123,6 +123,7 @@ type config struct {
 	logLevel    string
 	logFormat   string
 	cpuProfile  string
+	metrics     bool
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*config, error) {
@@ -142,6 +143,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.noPurge, "disable-purger", envBool("LETHE_DISABLE_PURGER"), "never physically delete expired documents (they stay invisible to clients): for tests of TTL semantics (LETHE_DISABLE_PURGER)")
 	fs.StringVar(&c.logLevel, "log-level", env("LETHE_LOG_LEVEL", "info"), "debug, info, warn or error (LETHE_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("LETHE_LOG_FORMAT", "text"), "text or json (LETHE_LOG_FORMAT)")
+	fs.BoolVar(&c.metrics, "metrics", envBoolDefault("LETHE_METRICS", true), "serve Prometheus metrics at GET /metrics, without authentication (LETHE_METRICS)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (for performance work)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -242,7 +244,8 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	defer eng.Close()
 
 	key, _ := base64.StdEncoding.DecodeString(c.key)
-	srv := gateway.New(gateway.Options{Engine: eng, Key: key, Consistency: c.consistency, Logger: log, Version: versionString()})
+	srv := gateway.New(gateway.Options{Engine: eng, Key: key, Consistency: c.consistency, Logger: log, Version: versionString(),
+		Metrics: newMetrics(c, eng, log)})
 
 	var cert *tls.Certificate
 	switch {
