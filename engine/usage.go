@@ -213,6 +213,8 @@ type ContainerTTL struct {
 	// there is none). For a document that expired under an earlier, shorter
 	// defaultTtl it is its last write, an upper bound on the wait.
 	OldestPending time.Time
+	// OldestPendingAge is how long ago, in server time, OldestPending was.
+	OldestPendingAge time.Duration
 	// Purged is how many of its documents the purger deleted since the engine
 	// opened; PurgeDeferred how many purge batches waited for spare capacity.
 	Purged, PurgeDeferred int64
@@ -250,6 +252,7 @@ func (e *Engine) TTLBacklog(ctx context.Context) ([]ContainerTTL, error) {
 			row.PendingDocuments, row.PendingBytes = pending.count, pending.bytes
 			if ok {
 				row.OldestPending = time.Unix(oldest, 0)
+				row.OldestPendingAge = time.Duration(now-oldest) * time.Second
 			}
 			row.Purged, row.PurgeDeferred = e.purger.countsOf(s.rid)
 			return nil

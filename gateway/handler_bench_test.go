@@ -13,6 +13,7 @@ import (
 
 	"github.com/lethe-db/lethe/engine"
 	"github.com/lethe-db/lethe/kv/pebblekv"
+	"github.com/lethe-db/lethe/metrics"
 )
 
 // Handler benchmarks: the server's CPU per operation, without the network:
@@ -32,7 +33,8 @@ func benchServer(b *testing.B) (*Server, []byte) {
 	}
 	b.Cleanup(func() { e.Close(); store.Close() })
 	key, _ := base64.StdEncoding.DecodeString(emulatorKey)
-	srv := New(Options{Engine: e, Key: key})
+	// Metrics are on, as they are by default in lethe serve.
+	srv := New(Options{Engine: e, Key: key, Metrics: metrics.New(metrics.Options{})})
 	ctx := context.Background()
 	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
 		b.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/metrics"
 )
 
 // maxBodyBytes bounds request bodies: a 2 MB document plus room for a batch's
@@ -27,6 +28,9 @@ type request struct {
 	altPath  string // x-ms-alt-content-path
 	ridPath  string // x-ms-content-path
 	minimal  bool   // Prefer: return=minimal
+
+	op  metrics.Operation // for the request metrics; set only when they are on
+	rec statusRecorder    // wraps the ResponseWriter when metrics are on
 }
 
 func newActivityID() string {

@@ -5,18 +5,30 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/lethe-db/lethe"
 )
 
 // ServeHTTP authenticates and routes one request. A panic anywhere below is
 // recovered into a 500 with a JSON body: no request can take the server down.
+// With metrics on, it serves GET /metrics before authentication and records
+// every other request, whatever its outcome (metrics.go).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Metrics != nil && isScrape(r) {
+		s.serveMetrics(w, r)
+		return
+	}
 	rq := &request{r: r, activity: r.Header.Get("x-ms-activity-id")}
 	if rq.activity == "" {
 		rq.activity = newActivityID()
 	}
 	rq.minimal = strings.Contains(strings.ToLower(r.Header.Get("Prefer")), "return=minimal")
+	if s.opts.Metrics != nil {
+		rq.rec.ResponseWriter = w
+		w = &rq.rec
+		defer s.observe(rq, time.Now())
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -31,6 +43,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rq.segs = segs
+	if s.opts.Metrics != nil {
+		rq.op = operationOf(r.Method, segs, r.Header)
+	}
 	if len(segs) > 0 && segs[0] == adminSegment {
 		s.serveAdmin(w, rq) // authenticates in its own way
 		return

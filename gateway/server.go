@@ -17,6 +17,7 @@ import (
 
 	"github.com/lethe-db/lethe/clock"
 	"github.com/lethe-db/lethe/engine"
+	"github.com/lethe-db/lethe/metrics"
 )
 
 // Options configure a Server. Zero fields take their defaults.
@@ -42,6 +43,9 @@ type Options struct {
 	ManualClock *clock.Manual
 	// Version is reported in the x-ms-gateway-version header.
 	Version string
+	// Metrics, when set, records every request and is served at GET /metrics
+	// without authentication. Nil means neither.
+	Metrics *metrics.Metrics
 }
 
 // Server is the HTTP server of the Cosmos DB REST API.

@@ -124,6 +124,7 @@ type config struct {
 	logFormat   string
 	cpuProfile  string
 	clock       string
+	metrics     bool
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*config, error) {
@@ -144,6 +145,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.logLevel, "log-level", env("LETHE_LOG_LEVEL", "info"), "debug, info, warn or error (LETHE_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("LETHE_LOG_FORMAT", "text"), "text or json (LETHE_LOG_FORMAT)")
 	fs.StringVar(&c.clock, "clock", env("LETHE_CLOCK", clockWall), "server clock: wall, or manual to move it only through the admin API /_lethe/clock, for tests of TTL without sleeping (LETHE_CLOCK)")
+	fs.BoolVar(&c.metrics, "metrics", envBoolDefault("LETHE_METRICS", true), "serve Prometheus metrics at GET /metrics, without authentication (LETHE_METRICS)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (for performance work)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -251,7 +253,8 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	}
 
 	key, _ := base64.StdEncoding.DecodeString(c.key)
-	srv := gateway.New(gateway.Options{Engine: eng, Key: key, Consistency: c.consistency, Logger: log, Version: versionString(), ManualClock: manual})
+	srv := gateway.New(gateway.Options{Engine: eng, Key: key, Consistency: c.consistency, Logger: log, Version: versionString(),
+		ManualClock: manual, Metrics: newMetrics(c, eng, log)})
 
 	var cert *tls.Certificate
 	switch {

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/lethe-db/lethe/engine"
+	"github.com/lethe-db/lethe/metrics"
+)
+
+// newMetrics returns the server's metrics, or nil when --metrics=false (then
+// nothing is recorded and /metrics is an ordinary unknown path).
+func newMetrics(c *config, eng *engine.Engine, log *slog.Logger) *metrics.Metrics {
+	if !c.metrics {
+		return nil
+	}
+	return metrics.New(metrics.Options{TTL: ttlSource{eng}, Logger: log})
+}
+
+// ttlSource adapts the engine's expiry backlog to the metrics package.
+type ttlSource struct{ eng *engine.Engine }
+
+// ContainerTTL implements metrics.TTLSource.
+func (s ttlSource) ContainerTTL(ctx context.Context) ([]metrics.ContainerTTL, error) {
+	backlog, err := s.eng.TTLBacklog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]metrics.ContainerTTL, len(backlog))
+	for i, b := range backlog {
+		out[i] = metrics.ContainerTTL{
+			Database: b.Database, Container: b.Container,
+			ExpiredPendingDocs: b.PendingDocuments, ExpiredPendingBytes: b.PendingBytes,
+			OldestPendingAge: b.OldestPendingAge,
+			PurgedDocs:       b.Purged, PurgeDeferred: b.PurgeDeferred,
+		}
+	}
+	return out, nil
+}
+
+// envBoolDefault reads a boolean environment variable that defaults to def:
+// "0", "false", "no" and "off" turn it off, "1", "true", "yes" and "on" turn
+// it on, anything else leaves def.
+func envBoolDefault(name string, def bool) bool {
+	switch strings.ToLower(os.Getenv(name)) {
+	case "1", "true", "yes", "on":
+		return true
+	case "0", "false", "no", "off":
+		return false
+	}
+	return def
+}

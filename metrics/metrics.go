@@ -1,0 +1,88 @@
+// Package metrics is Lethe's Prometheus instrumentation: request counts,
+// latencies, request-unit spend and throttling, recorded by the gateway for
+// every request, and per-container TTL backlog gathered at scrape time.
+//
+// Rules:
+//   - Each Metrics owns its own *prometheus.Registry: nothing is registered
+//     with the global default registry, so several servers can run in one
+//     process (tests do).
+//   - Label values come from small fixed sets (Operation, HTTP status) or, for
+//     the TTL series, from the containers that exist: never raw paths or
+//     document ids.
+//   - ObserveRequest is on every request's path: after the first request of an
+//     operation and status it takes no lock and allocates nothing.
+//   - Nothing a TTLSource does (an error, a panic, a bad label value) can crash
+//     the server or fail the other series of a scrape.
+package metrics
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Options configure New. Zero fields take their defaults.
+type Options struct {
+	// TTL reports each container's expiry backlog at scrape time. Nil means
+	// no lethe_ttl_* series.
+	TTL TTLSource
+	// TTLTimeout bounds one TTL.ContainerTTL call. The default is 10 s.
+	TTLTimeout time.Duration
+	// Logger receives scrape errors. The default discards them.
+	Logger *slog.Logger
+}
+
+// Metrics is one server's set of metrics and the registry that exports them.
+//
+//	m := metrics.New(metrics.Options{TTL: src})
+//	m.ObserveRequest(metrics.OpReadDocument, 200, 1, time.Millisecond)
+//	http.Handle("/metrics", m.Handler())
+type Metrics struct {
+	reg     *prometheus.Registry
+	req     *requestMetrics
+	handler http.Handler
+}
+
+// maxScrapesInFlight bounds concurrent scrapes: /metrics is served without
+// authentication and a TTL scrape asks the engine for work, so a flood of
+// scrapes gets 503s instead of piling up.
+const maxScrapesInFlight = 4
+
+// New returns a fresh set of metrics on its own registry, with the Go runtime
+// and process collectors registered.
+func New(opts Options) *Metrics {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.TTLTimeout <= 0 {
+		opts.TTLTimeout = 10 * time.Second
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	m := &Metrics{reg: reg, req: newRequestMetrics(reg)}
+	if opts.TTL != nil {
+		reg.MustRegister(newTTLCollector(opts.TTL, opts.TTLTimeout, opts.Logger))
+	}
+	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:            slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
+		ErrorHandling:       promhttp.ContinueOnError,
+		Registry:            reg,
+		MaxRequestsInFlight: maxScrapesInFlight,
+	})
+	return m
+}
+
+// Registry returns the registry the metrics live in, for gathering them in
+// tests or registering more collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in the Prometheus text (or negotiated) format.
+func (m *Metrics) Handler() http.Handler { return m.handler }
