@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/ru"
+	"github.com/lethe-db/lethe/throttle"
 	"github.com/lethe-db/lethe/ttl"
 )
 
@@ -57,6 +59,13 @@ func (p *purger) count(rid [8]byte, purged, deferred int64) {
 	}
 	c.purged += purged
 	c.deferred += deferred
+}
+
+// countDeferred counts a purge batch of t put off for lack of spare capacity.
+func (p *purger) countDeferred(t *purgeTarget) {
+	if rid, ok := decodeRID(t.rid); ok && len(rid) == 8 {
+		p.count([8]byte(rid), 0, 1)
+	}
 }
 
 // countsOf returns a container's counters.
@@ -179,7 +188,22 @@ func (e *Engine) Purge(ctx context.Context) (int, error) { return e.purge(ctx, f
 // are at most now.
 type purgeTarget struct {
 	db, coll string
+	rid      string          // the container's _rid
 	cursor   map[byte][]byte // index prefix -> first key not yet scanned
+	// budget is the container's provisioned throughput, nil when it has none
+	// (or the purge is not a background one); the purge then spends only its
+	// spare capacity. lastRUPerDoc is what a purged document cost last batch.
+	budget       *throttle.Bucket
+	lastRUPerDoc float64
+}
+
+// ruPerDoc estimates what purging one of the target's documents costs, from
+// its last batch or, before one, a 1 KB document with default indexing.
+func (t *purgeTarget) ruPerDoc() float64 {
+	if t.lastRUPerDoc > 0 {
+		return t.lastRUPerDoc
+	}
+	return ru.Write{Bytes: 1024, TermsRemoved: 10}.Charge()
 }
 
 func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
@@ -191,7 +215,11 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 		}
 		// A container with TTL off and no watermark can hold no expired document.
 		if c.TTLOn || c.Watermarks != ttl.Initial {
-			targets = append(targets, &purgeTarget{db: c.DB, coll: c.ID, cursor: map[byte][]byte{}})
+			t := &purgeTarget{db: c.DB, coll: c.ID, rid: c.RID, cursor: map[byte][]byte{}}
+			if yield {
+				t.budget = e.BudgetFor(c.RID)
+			}
+			targets = append(targets, t)
 		}
 	}
 	if err != nil {
@@ -202,16 +230,29 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 		next := targets[:0]
 		for _, t := range targets {
 			limit, paced := e.opts.PurgeBatch, false
-			if yield {
+			switch {
+			case t.budget != nil:
+				// Provisioned: spend only what users left of the last second's
+				// budget, recorded as background spend, never charged.
+				limit = min(limit, int(t.budget.Spare(e.opts.Now())/t.ruPerDoc()))
+				if limit < 1 {
+					e.purger.countDeferred(t)
+					continue // no spare capacity: the next pass comes back
+				}
+			case yield:
 				limit, paced = e.paceForUsers(ctx)
 			}
 			if err := ctx.Err(); err != nil {
 				return total, err
 			}
 			began := time.Now()
-			n, more, err := e.purgeBatch(ctx, t, limit, paced)
+			n, more, spent, err := e.purgeBatch(ctx, t, limit, paced)
 			if paced {
 				e.restAfterBatch(ctx, time.Since(began))
+			}
+			if t.budget != nil && n > 0 {
+				t.budget.UseBackground(e.opts.Now(), spent)
+				t.lastRUPerDoc = spent / float64(n)
 			}
 			total += n
 			if err != nil {
@@ -275,18 +316,17 @@ func (e *Engine) restAfterBatch(ctx context.Context, took time.Duration) {
 // purgeBatch deletes up to limit expired documents of one container and
 // reports whether more may remain. paced says the batch was shrunk for user
 // traffic, which the container's deferral counter records.
-func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, paced bool) (int, bool, error) {
+func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, paced bool) (n int, more bool, spent float64, err error) {
 	now, err := e.now(ctx)
 	if err != nil {
-		return 0, false, err
+		return 0, false, 0, err
 	}
-	n, more := 0, false
 	var rid [8]byte
 	var next map[byte][]byte // cursors to adopt once the batch commits
 	// No sync: a purge batch lost in a crash is redone, and its documents stay
 	// expired meanwhile (expiry is final), so nothing waits on the disk here.
 	err = e.store.UpdateNoSync(ctx, func(tx kv.Tx) error {
-		n, more = 0, false
+		n, more, spent = 0, false, 0
 		s, err := e.scope(tx, t.db, t.coll, now)
 		if err != nil {
 			if isNotFound(err) { // dropped meanwhile: nothing to do
@@ -345,6 +385,7 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, pace
 				return err
 			}
 			s.usage.add([][]byte{nil, en.key}, size, -1)
+			spent += ru.Write{Bytes: size, TermsRemoved: countTerms(manifest)}.Charge()
 			keys := append([][]byte{docKey(s.rid, suffix), orderKey(s.rid, seq), en.key}, manifest...)
 			for _, k := range keys {
 				if err := tx.Delete(k); err != nil {
@@ -368,5 +409,5 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, pace
 			t.cursor[pfx] = c
 		}
 	}
-	return n, more, err
+	return n, more, spent, err
 }
