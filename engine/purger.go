@@ -280,7 +280,7 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 const (
 	userQuietWindow   = 10 * time.Millisecond
 	userWaitMax       = 50 * time.Millisecond
-	pacedBatchDivisor = 8
+	pacedBatchDivisor = 32
 	pacedRestFactor   = 4
 )
 
