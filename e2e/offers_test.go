@@ -249,7 +249,7 @@ func TestThrottling(t *testing.T) {
 	if _, err := db.CreateContainer(ctx, pkContainer("small", nil), &azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
 		t.Fatal(err)
 	}
-	pad := strings.Repeat("x", 4000) // about 4 KB: a few hundred RU per second is a few dozen writes
+	pad := strings.Repeat("x", 40000) // about 40 KB, 21 RU per create: 400 RU/s is about 19 creates a second
 
 	// Raw burst: no retries.
 	var mu sync.Mutex

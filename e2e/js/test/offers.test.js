@@ -90,7 +90,7 @@ test("throttling: a burst is throttled and completes through SDK retries", async
   });
   try {
     const container = viaProxy.database(db.id).container(id);
-    const pad = "x".repeat(4000);
+    const pad = "x".repeat(40000); // about 21 RU per create: 60 of them are three seconds of budget
     const n = 60;
     const results = await Promise.all(
       Array.from({ length: n }, (_, i) => container.items.create({ id: `d${i}`, pk: "p", pad })),
