@@ -64,25 +64,35 @@ func scrape(t *testing.T, s *server) map[string]*dto.MetricFamily {
 // metricValue returns the counter (or histogram sample count) of family name
 // with the given operation and, unless empty, status; 0 if absent.
 func metricValue(fams map[string]*dto.MetricFamily, name, op, status string) float64 {
+	v, _ := seriesValue(fams, name, map[string]string{"operation": op, "status": status})
+	return v
+}
+
+// seriesValue returns the value of the series of family name whose labels
+// have the given values (a label it lacks counts as ""): a counter's or
+// gauge's value, a histogram's sample count. ok is false when there is none.
+func seriesValue(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (v float64, ok bool) {
 	for _, m := range fams[name].GetMetric() {
-		var gotOp, gotStatus string
+		got := map[string]string{}
 		for _, l := range m.GetLabel() {
-			switch l.GetName() {
-			case "operation":
-				gotOp = l.GetValue()
-			case "status":
-				gotStatus = l.GetValue()
-			}
+			got[l.GetName()] = l.GetValue()
 		}
-		if gotOp != op || gotStatus != status {
+		match := true
+		for k, want := range labels {
+			match = match && got[k] == want
+		}
+		if !match {
 			continue
 		}
-		if h := m.GetHistogram(); h != nil {
-			return float64(h.GetSampleCount())
+		switch {
+		case m.GetHistogram() != nil:
+			return float64(m.GetHistogram().GetSampleCount()), true
+		case m.GetGauge() != nil:
+			return m.GetGauge().GetValue(), true
 		}
-		return m.GetCounter().GetValue()
+		return m.GetCounter().GetValue(), true
 	}
-	return 0
+	return 0, false
 }
 
 // TestMetrics drives a server through the official SDK and raw requests (a

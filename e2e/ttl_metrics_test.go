@@ -5,31 +5,7 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
-	dto "github.com/prometheus/client_model/go"
 )
-
-// ttlMetric returns the value of a lethe_ttl_* series for db/coll, and
-// whether it exists.
-func ttlMetric(fams map[string]*dto.MetricFamily, name, db, coll string) (float64, bool) {
-	for _, m := range fams[name].GetMetric() {
-		var d, c string
-		for _, l := range m.GetLabel() {
-			switch l.GetName() {
-			case "database":
-				d = l.GetValue()
-			case "container":
-				c = l.GetValue()
-			}
-		}
-		if d == db && c == coll {
-			if g := m.GetGauge(); g != nil {
-				return g.GetValue(), true
-			}
-			return m.GetCounter().GetValue(), true
-		}
-	}
-	return 0, false
-}
 
 // TestTTLMetricsShowTheBacklog drives expiry with the manual clock and the
 // purge by hand, and reads the expiry backlog from /metrics at each step.
@@ -45,7 +21,7 @@ func TestTTLMetricsShowTheBacklog(t *testing.T) {
 	}
 	want := func(when, name string, lo, hi float64) {
 		t.Helper()
-		v, ok := ttlMetric(scrape(t, s), name, "m", "sessions")
+		v, ok := seriesValue(scrape(t, s), name, map[string]string{"database": "m", "container": "sessions"})
 		if !ok || v < lo || v > hi {
 			t.Errorf("%s: %s = %v (present %v), want %v..%v", when, name, v, ok, lo, hi)
 		}

@@ -98,17 +98,7 @@ func (g *metaGuard) peekScope(dbID, collID string) *cachedScope {
 	if !g.exclusive {
 		return nil
 	}
-	gen, quiet := g.begin()
-	if !quiet {
-		return nil
-	}
-	g.mu.RLock()
-	s := g.scopes[scopeKey(dbID, collID)]
-	g.mu.RUnlock()
-	if s == nil || s.gen != gen || g.writers.Load() != 0 || g.gen.Load() != gen {
-		return nil
-	}
-	return s
+	return g.settle(g.begin()).cached(dbID, collID)
 }
 
 // governing returns the throughput that governs a container and the _rid of
@@ -175,16 +165,11 @@ const substatusThrottled = 3200
 // 3200) with RetryAfter set when the budget is exhausted; a refused request
 // must change nothing and is not charged.
 func (e *Engine) Admit(ctx context.Context, dbID, collID string) (Admission, error) {
-	if !e.guard.mayBeProvisioned() {
-		return Admission{}, nil
-	}
-	owner, tp, err := e.throughputOf(ctx, dbID, collID)
-	if err != nil || tp == nil {
+	b, err := e.BudgetFor(ctx, dbID, collID)
+	if err != nil || b == nil {
 		return Admission{}, err
 	}
-	now := e.opts.Now()
-	b := e.budgets.get(owner, tp, now)
-	if ok, wait := b.Admit(now); !ok {
+	if ok, wait := b.Admit(e.opts.Now()); !ok {
 		return Admission{}, &lethe.Error{
 			Code:       lethe.CodeTooManyRequests,
 			SubStatus:  substatusThrottled,
@@ -195,46 +180,18 @@ func (e *Engine) Admit(ctx context.Context, dbID, collID string) (Admission, err
 	return Admission{bucket: b, now: e.opts.Now}, nil
 }
 
-// BudgetFor returns the RU bucket governing the container with _rid collRID,
-// its own or its database's shared one, or nil when the container is
+// BudgetFor returns the RU bucket governing container collID of database
+// dbID, its own or its database's shared one, or nil when the container is
 // unlimited or unknown. Background work (the TTL purge) spends only
 // Bucket.Spare and records it with Bucket.UseBackground, so it never gets a
 // user request throttled.
-func (e *Engine) BudgetFor(collRID string) *throttle.Bucket {
+func (e *Engine) BudgetFor(ctx context.Context, dbID, collID string) (*throttle.Bucket, error) {
 	if !e.guard.mayBeProvisioned() {
-		return nil
+		return nil, nil
 	}
-	raw, ok := decodeRID(collRID)
-	if !ok || len(raw) != 8 {
-		return nil
+	owner, tp, err := e.throughputOf(ctx, dbID, collID)
+	if err != nil || tp == nil {
+		return nil, err
 	}
-	var dbRid [4]byte
-	copy(dbRid[:], raw)
-	var owner string
-	var tp *Throughput
-	err := e.store.View(context.Background(), func(r kv.Reader) error {
-		recs, err := listContainerRecords(r, dbRid)
-		if err != nil {
-			return err
-		}
-		for _, c := range recs {
-			if c.RID != collRID {
-				continue
-			}
-			db, err := getDatabase(r, c.DB)
-			if err != nil {
-				return err
-			}
-			owner, tp = governing(db, c)
-		}
-		return nil
-	})
-	if err != nil {
-		e.log.Warn("look up a container's budget", "coll_rid", collRID, "err", err)
-		return nil
-	}
-	if tp == nil {
-		return nil
-	}
-	return e.budgets.get(owner, tp, e.opts.Now())
+	return e.budgets.get(owner, tp, e.opts.Now()), nil
 }

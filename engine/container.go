@@ -10,6 +10,7 @@ import (
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/ru"
 	"github.com/lethe-db/lethe/ttl"
 )
 
@@ -57,7 +58,7 @@ func (c *collRecord) rid() [8]byte {
 func (c *collRecord) policy() ttl.Policy { return ttl.Policy{On: c.TTLOn, Default: c.TTLDefault} }
 
 func (c *collRecord) resource() Resource {
-	return Resource{Body: c.Body, ETag: c.ETag, RID: c.RID, Charge: 1}
+	return Resource{Body: c.Body, ETag: c.ETag, RID: c.RID, Charge: ru.Metadata}
 }
 
 // ContainerInfo is what the gateway needs to know about a container beyond its body.

@@ -9,6 +9,7 @@ import (
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/ru"
 )
 
 // dbRecord is a database as stored under its B key.
@@ -28,7 +29,7 @@ func (r *dbRecord) rid() [4]byte {
 }
 
 func (r *dbRecord) resource() Resource {
-	return Resource{Body: r.Body, ETag: r.ETag, RID: r.RID, Charge: 1}
+	return Resource{Body: r.Body, ETag: r.ETag, RID: r.RID, Charge: ru.Metadata}
 }
 
 // getDatabase reads a database record. The record may be shared (metaCache):

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/ru"
 	"github.com/lethe-db/lethe/throttle"
 )
 
@@ -131,7 +132,7 @@ func (e *Engine) offerResource(o offerRef) Resource {
 		ID: o.id, RID: o.id, Self: "offers/" + o.id + "/", Resource: o.self, OfferResourceID: o.rid,
 		OfferType: "Invalid", OfferVersion: "V2", Content: content, ETag: o.tp.ETag, TS: o.tp.TS,
 	})
-	return Resource{Body: body, ETag: o.tp.ETag, RID: o.id, Charge: 1}
+	return Resource{Body: body, ETag: o.tp.ETag, RID: o.id, Charge: ru.Metadata}
 }
 
 // ListOffers returns the offer of every database and container with

@@ -196,7 +196,7 @@ func TestAdmitThrottlesAndChargesAfterwards(t *testing.T) {
 	if err != nil || adm.bucket != nil {
 		t.Fatalf("unlimited admit: %+v %v", adm, err)
 	}
-	c, err := e.CreateContainerWithThroughput(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), mustThroughput(t, "400", ""))
+	_, err = e.CreateContainerWithThroughput(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), mustThroughput(t, "400", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,11 +217,10 @@ func TestAdmitThrottlesAndChargesAfterwards(t *testing.T) {
 	if _, err := e.Admit(ctx, "db", "missing"); err != nil {
 		t.Fatalf("missing container: %v", err)
 	}
-	if b := e.BudgetFor(c.RID); b == nil || b.Rate() != 400 {
+	if b := e.budget(t, "c"); b == nil || b.Rate() != 400 {
 		t.Fatalf("BudgetFor: %v", b)
 	}
-	free, _, _ := e.ReadContainer(ctx, "db", "free")
-	if b := e.BudgetFor(free.RID); b != nil {
+	if b := e.budget(t, "free"); b != nil {
 		t.Fatal("BudgetFor an unlimited container must be nil")
 	}
 	e.clock.Advance(1502 * time.Millisecond)
@@ -233,7 +232,7 @@ func TestAdmitThrottlesAndChargesAfterwards(t *testing.T) {
 	if _, err := e.ReplaceOffer(ctx, decodeOffer(t, list[0]).ID, []byte(`{"content":{"offerThroughput":1000}}`), ""); err != nil {
 		t.Fatal(err)
 	}
-	if b := e.BudgetFor(c.RID); b == nil || b.Rate() != 1000 {
+	if b := e.budget(t, "c"); b == nil || b.Rate() != 1000 {
 		t.Fatalf("BudgetFor after replace: %v", b)
 	}
 }
@@ -244,13 +243,18 @@ func TestSharedThroughputGovernsContainersWithoutTheirOwn(t *testing.T) {
 	if _, err := e.CreateDatabaseWithThroughput(ctx, []byte(`{"id":"db"}`), mustThroughput(t, "400", "")); err != nil {
 		t.Fatal(err)
 	}
-	a, _ := e.CreateContainer(ctx, "db", []byte(`{"id":"a","partitionKey":{"paths":["/pk"]}}`))
-	b, _ := e.CreateContainer(ctx, "db", []byte(`{"id":"b","partitionKey":{"paths":["/pk"]}}`))
-	own, _ := e.CreateContainerWithThroughput(ctx, "db", []byte(`{"id":"own","partitionKey":{"paths":["/pk"]}}`), mustThroughput(t, "1000", ""))
-	if e.BudgetFor(a.RID) != e.BudgetFor(b.RID) || e.BudgetFor(a.RID) == nil {
+	for _, id := range []string{"a", "b"} {
+		if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"`+id+`","partitionKey":{"paths":["/pk"]}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.CreateContainerWithThroughput(ctx, "db", []byte(`{"id":"own","partitionKey":{"paths":["/pk"]}}`), mustThroughput(t, "1000", "")); err != nil {
+		t.Fatal(err)
+	}
+	if e.budget(t, "a") != e.budget(t, "b") || e.budget(t, "a") == nil {
 		t.Fatal("containers without throughput must share the database's bucket")
 	}
-	if e.BudgetFor(own.RID) == e.BudgetFor(a.RID) {
+	if e.budget(t, "own") == e.budget(t, "a") {
 		t.Fatal("a container with its own throughput has its own bucket")
 	}
 	adm, err := e.Admit(ctx, "db", "a")

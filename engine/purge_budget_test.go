@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lethe-db/lethe/ru"
+	"github.com/lethe-db/lethe/throttle"
 )
 
 // TestPurgeSpendsOnlySpareThroughput: on a container with provisioned
@@ -23,7 +24,7 @@ func TestPurgeSpendsOnlySpareThroughput(t *testing.T) {
 		}
 	}
 	te.clock.Advance(20 * time.Second) // all 200 expired; the window of user spend is empty
-	bucket := te.BudgetFor(mustContainerRID(t, te, "c"))
+	bucket := te.budget(t, "c")
 	if bucket == nil {
 		t.Fatal("no budget for a provisioned container")
 	}
@@ -74,11 +75,12 @@ func TestPurgeSpendsOnlySpareThroughput(t *testing.T) {
 	}
 }
 
-func mustContainerRID(t *testing.T, te *testEngine, coll string) string {
+// budget returns the bucket governing container coll of database "db".
+func (te *testEngine) budget(t *testing.T, coll string) *throttle.Bucket {
 	t.Helper()
-	info, err := te.ContainerInfo(ctx, "db", coll)
+	b, err := te.BudgetFor(ctx, "db", coll)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return info.RID
+	return b
 }

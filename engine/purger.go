@@ -217,7 +217,9 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 		if c.TTLOn || c.Watermarks != ttl.Initial {
 			t := &purgeTarget{db: c.DB, coll: c.ID, rid: c.RID, cursor: map[byte][]byte{}}
 			if yield {
-				t.budget = e.BudgetFor(c.RID)
+				if t.budget, err = e.BudgetFor(ctx, c.DB, c.ID); err != nil {
+					return 0, fmt.Errorf("budget of %s/%s: %w", c.DB, c.ID, err)
+				}
 			}
 			targets = append(targets, t)
 		}
@@ -361,11 +363,11 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, pace
 			}
 			return it.Err()
 		}
-		if err := collect(pfxByTS, ttl.DefaultCutoff(now, s.pol, s.c.Watermarks)); err != nil {
+		if err := collect(pfxByTS, s.cutoff(pfxByTS)); err != nil {
 			return err
 		}
 		if len(entries) < limit {
-			if err := collect(pfxByExpiry, ttl.OwnCutoff(now, s.pol, s.c.Watermarks)); err != nil {
+			if err := collect(pfxByExpiry, s.cutoff(pfxByExpiry)); err != nil {
 				return err
 			}
 		} else {

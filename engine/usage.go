@@ -130,6 +130,16 @@ func readTally(r kv.Reader, key []byte) (tally, error) {
 	return decodeTally(v)
 }
 
+// cutoff returns the highest instant of expiry index kind (T or X) whose
+// entries are expired at the scope's instant, or ttl.NoCut: the one rule the
+// purger and the storage accounting share.
+func (s *scope) cutoff(kind byte) int64 {
+	if kind == pfxByTS {
+		return ttl.DefaultCutoff(s.now, s.pol, s.c.Watermarks)
+	}
+	return ttl.OwnCutoff(s.now, s.pol, s.c.Watermarks)
+}
+
 // expiredTally sums the documents of the scope's container that are expired
 // at its instant but still stored, and returns when the longest-waiting of
 // them expired (ok false when there are none). A document without own ttl
@@ -137,10 +147,7 @@ func readTally(r kv.Reader, key []byte) (tally, error) {
 // policy, at some time after its last write, which is then the answer.
 func (s *scope) expiredTally(r kv.Reader) (pending tally, oldest int64, ok bool, err error) {
 	for _, kind := range []byte{pfxByTS, pfxByExpiry} {
-		cut := ttl.DefaultCutoff(s.now, s.pol, s.c.Watermarks)
-		if kind == pfxByExpiry {
-			cut = ttl.OwnCutoff(s.now, s.pol, s.c.Watermarks)
-		}
+		cut := s.cutoff(kind)
 		if cut == ttl.NoCut {
 			continue
 		}

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"net/http"
+
+	"github.com/lethe-db/lethe/ru"
 )
 
 // queryEngineConfiguration is read by the .NET and Java SDKs (as a JSON string);
@@ -47,6 +49,6 @@ func (s *Server) getAccount(w http.ResponseWriter, rq *request) {
 		ReadPolicy:            map[string]int{"primaryReadCoefficient": 1, "secondaryReadCoefficient": 1},
 		UserReplicationPolicy: map[string]int{"minReplicaSetSize": 1, "maxReplicasetSize": 1},
 	}
-	rq.charge = 1
+	rq.charge = ru.Metadata
 	rq.writeJSON(w, http.StatusOK, body)
 }

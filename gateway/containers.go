@@ -6,6 +6,7 @@ import (
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/engine"
+	"github.com/lethe-db/lethe/ru"
 )
 
 func (s *Server) postContainers(w http.ResponseWriter, rq *request) {
@@ -18,12 +19,7 @@ func (s *Server) postContainers(w http.ResponseWriter, rq *request) {
 		s.queryResources(w, rq, list, "DocumentCollections")
 		return
 	}
-	tp, err := throughputHeaders(rq)
-	if err != nil {
-		s.writeError(w, rq, err)
-		return
-	}
-	body, err := rq.body()
+	tp, body, err := createRequest(rq)
 	if err != nil {
 		s.writeError(w, rq, err)
 		return
@@ -44,7 +40,7 @@ func (s *Server) listContainers(w http.ResponseWriter, rq *request) {
 		s.writeError(w, rq, err)
 		return
 	}
-	rq.charge = 1
+	rq.charge = ru.Metadata
 	rq.writeFeed(w, "", "DocumentCollections", bodies(list))
 }
 
@@ -103,7 +99,7 @@ func (s *Server) deleteContainer(w http.ResponseWriter, rq *request) {
 		s.writeError(w, rq, err)
 		return
 	}
-	rq.charge = 1
+	rq.charge = ru.Metadata
 	writeNoContent(w, rq)
 }
 
@@ -116,7 +112,7 @@ func (s *Server) getPartitionKeyRanges(w http.ResponseWriter, rq *request) {
 		s.writeError(w, rq, err)
 		return
 	}
-	rq.charge = 1
+	rq.charge = ru.Metadata
 	rq.ridPath = info.RID
 	etag := `"pkranges-` + info.RID + `-1"`
 	w.Header().Set("etag", etag)

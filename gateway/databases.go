@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/lethe-db/lethe/engine"
+	"github.com/lethe-db/lethe/ru"
 )
 
 func isQuery(rq *request) bool {
@@ -21,12 +22,7 @@ func (s *Server) postDatabases(w http.ResponseWriter, rq *request) {
 		s.queryResources(w, rq, list, "Databases")
 		return
 	}
-	tp, err := throughputHeaders(rq)
-	if err != nil {
-		s.writeError(w, rq, err)
-		return
-	}
-	body, err := rq.body()
+	tp, body, err := createRequest(rq)
 	if err != nil {
 		s.writeError(w, rq, err)
 		return
@@ -46,7 +42,7 @@ func (s *Server) listDatabases(w http.ResponseWriter, rq *request) {
 		s.writeError(w, rq, err)
 		return
 	}
-	rq.charge = 1
+	rq.charge = ru.Metadata
 	rq.writeFeed(w, "", "Databases", bodies(list))
 }
 
@@ -65,7 +61,7 @@ func (s *Server) deleteDatabase(w http.ResponseWriter, rq *request) {
 		s.writeError(w, rq, err)
 		return
 	}
-	rq.charge = 1
+	rq.charge = ru.Metadata
 	writeNoContent(w, rq)
 }
 

@@ -6,13 +6,20 @@ import (
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/engine"
+	"github.com/lethe-db/lethe/ru"
 )
 
-// throughputHeaders reads the throughput a create request provisions:
-// x-ms-offer-throughput (manual) or x-ms-cosmos-offer-autopilot-settings
-// (autoscale); nil for neither.
-func throughputHeaders(rq *request) (*engine.Throughput, error) {
-	return engine.ParseThroughput(rq.header("x-ms-offer-throughput"), rq.header("x-ms-cosmos-offer-autopilot-settings"))
+// createRequest reads what a database or container create sends: the
+// throughput it provisions, from x-ms-offer-throughput (manual) or
+// x-ms-cosmos-offer-autopilot-settings (autoscale), nil for neither, checked
+// before the body is read; and the body.
+func createRequest(rq *request) (*engine.Throughput, []byte, error) {
+	tp, err := engine.ParseThroughput(rq.header("x-ms-offer-throughput"), rq.header("x-ms-cosmos-offer-autopilot-settings"))
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err := rq.body()
+	return tp, body, err
 }
 
 // admit asks the container's budget whether a document request may start,
@@ -41,7 +48,7 @@ func (s *Server) admit(w http.ResponseWriter, rq *request) (adm engine.Admission
 //	GET  /offers/{id}   one offer (304 with a matching If-None-Match)
 //	PUT  /offers/{id}   replace its throughput, within its kind (If-Match honoured)
 func (s *Server) offers(w http.ResponseWriter, rq *request) {
-	rq.charge = 1
+	rq.charge = ru.Metadata
 	ctx := rq.r.Context()
 	switch {
 	case len(rq.segs) == 1 && rq.r.Method == http.MethodPost:

@@ -10,6 +10,7 @@ import (
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/engine"
 	"github.com/lethe-db/lethe/jsonv"
+	"github.com/lethe-db/lethe/ru"
 )
 
 // querySpec is a query request body: {"query": "...", "parameters": [{"name": "@p", "value": ...}]}.
@@ -81,7 +82,7 @@ func (s *Server) queryDocuments(w http.ResponseWriter, rq *request) {
 			s.writeError(w, rq, err)
 			return
 		}
-		rq.charge = 1
+		rq.charge = ru.Metadata
 		rq.writeRaw(w, http.StatusOK, []byte(queryPlan))
 		return
 	}
