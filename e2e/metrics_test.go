@@ -202,6 +202,9 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("no %s: runtime and process collectors missing", name)
 		}
 	}
+	if rest := f["lethe_store_compaction_rest_seconds_total"]; len(rest.GetMetric()) != 1 || rest.GetMetric()[0].GetCounter() == nil {
+		t.Errorf("lethe_store_compaction_rest_seconds_total: %v, want one counter", rest)
+	}
 }
 
 // servedTotals sums lethe_requests_total and lethe_request_charge_total over

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lethe-db/lethe/activity"
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 )
@@ -43,6 +44,11 @@ type Options struct {
 	// DisableBackground starts no background goroutine at all: tests then call
 	// Purge and BuildIndexes themselves.
 	DisableBackground bool
+	// Activity is where the engine marks user operations, for background work
+	// to yield to them: the purger reads it, and so can the store (pass its
+	// Active method to pebblekv.Options.Foreground). Nil means a tracker of
+	// the engine's own.
+	Activity *activity.Tracker
 }
 
 // EnsureDefaults fills in the defaults of unset fields.
@@ -58,6 +64,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.PurgeBatch <= 0 {
 		o.PurgeBatch = 512
+	}
+	if o.Activity == nil {
+		o.Activity = &activity.Tracker{}
 	}
 }
 
@@ -75,9 +84,7 @@ type Engine struct {
 	hwm     atomic.Int64
 	clockMu sync.Mutex // serialises persisting a new hwm
 
-	lsn        atomic.Uint64 // log sequence number of the last write; etags and session tokens
-	inflight   atomic.Int64  // user operations in progress; the purger yields to them
-	lastUserOp atomic.Int64  // when the last user operation ended, Unix nanoseconds
+	lsn atomic.Uint64 // log sequence number of the last write; etags and session tokens
 
 	purger  *purger
 	budgets *budgets // RU buckets of containers with provisioned throughput
@@ -193,13 +200,7 @@ func (e *Engine) instant(ctx context.Context) (int64, time.Time, error) {
 }
 
 // begin marks a user operation in progress until the returned func is called.
-func (e *Engine) begin() func() {
-	e.inflight.Add(1)
-	return func() {
-		e.lastUserOp.Store(time.Now().UnixNano())
-		e.inflight.Add(-1)
-	}
-}
+func (e *Engine) begin() func() { return e.opts.Activity.Begin() }
 
 // nextLSN allocates a log sequence number for one write.
 func (e *Engine) nextLSN() uint64 { return e.lsn.Add(1) }

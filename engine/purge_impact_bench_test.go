@@ -3,12 +3,14 @@ package engine
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/lethe-db/lethe/activity"
 	"github.com/lethe-db/lethe/kv/pebblekv"
 )
 
@@ -59,6 +61,24 @@ func foreground(b *testing.B, e *Engine, workers, rate, live int, d time.Duratio
 	return all, failed
 }
 
+// openServerStore opens a durable store in a temporary directory together with
+// the activity tracker to pass to the engine, wired as lethe serve wires them:
+// the store's compactions yield to the user operations the engine marks.
+// LETHE_BENCH_PACE_COMPACTIONS=0 leaves compactions unpaced, for comparison.
+func openServerStore(b *testing.B) (*pebblekv.Store, *activity.Tracker) {
+	b.Helper()
+	users := &activity.Tracker{}
+	opts := pebblekv.Options{Dir: b.TempDir(), Foreground: users.Active}
+	if os.Getenv("LETHE_BENCH_PACE_COMPACTIONS") == "0" {
+		opts.Foreground = nil
+	}
+	store, err := pebblekv.Open(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return store, users
+}
+
 func pct(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
@@ -80,12 +100,9 @@ func BenchmarkForegroundDuringPurge(b *testing.B) {
 	rate := benchEnv("LETHE_BENCH_RATE", 8000)
 	const workers, live = 8, 10_000
 	for range b.N {
-		store, err := pebblekv.Open(pebblekv.Options{Dir: b.TempDir()})
-		if err != nil {
-			b.Fatal(err)
-		}
+		store, users := openServerStore(b)
 		clock := newFakeClock()
-		e, err := Open(ctx, Options{Store: store, Now: clock.Now, PurgeInterval: 50 * time.Millisecond})
+		e, err := Open(ctx, Options{Store: store, Now: clock.Now, PurgeInterval: 50 * time.Millisecond, Activity: users})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -146,11 +163,8 @@ func BenchmarkForegroundDuringPurge(b *testing.B) {
 func BenchmarkIdlePurgeLag(b *testing.B) {
 	phase := time.Duration(benchEnv("LETHE_BENCH_PHASE_SECONDS", 10)) * time.Second
 	for range b.N {
-		store, err := pebblekv.Open(pebblekv.Options{Dir: b.TempDir()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		e, err := Open(ctx, Options{Store: store})
+		store, users := openServerStore(b)
+		e, err := Open(ctx, Options{Store: store, Activity: users})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -240,12 +254,9 @@ func BenchmarkProvisionedDuringPurge(b *testing.B) {
 	phase := time.Duration(benchEnv("LETHE_BENCH_PHASE_SECONDS", 5)) * time.Second
 	const budget, live, workers = 5000, 1000, 4
 	for range b.N {
-		store, err := pebblekv.Open(pebblekv.Options{Dir: b.TempDir()})
-		if err != nil {
-			b.Fatal(err)
-		}
+		store, users := openServerStore(b)
 		clock := &offsetClock{}
-		e, err := Open(ctx, Options{Store: store, Now: clock.Now, PurgeInterval: 50 * time.Millisecond})
+		e, err := Open(ctx, Options{Store: store, Now: clock.Now, PurgeInterval: 50 * time.Millisecond, Activity: users})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -271,32 +271,31 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 }
 
 // Pacing of the purge around user traffic on containers without provisioned
-// throughput. The signal is the engine's own user operations: one in flight,
-// or one that ended within userQuietWindow, means users are active. Then the
-// purger first waits up to userWaitMax for a quiet moment, takes batches
-// smaller by pacedBatchDivisor (a batch holds the store's writer lock, so
-// short batches keep user writes from queueing behind it), and rests
+// throughput. The signal is the engine's activity tracker: a user operation in
+// flight, or one that ended within its quiet window, means users are active.
+// Then the purger first waits up to userWaitMax for a quiet moment, takes
+// batches smaller by pacedBatchDivisor (a batch holds the store's writer lock,
+// so short batches keep user writes from queueing behind it), and rests
 // pacedRestFactor times as long as each batch took: under load the purge uses
 // at most about a fifth of one core and never delays a user write by more
 // than one small batch. An idle server purges in full batches, back to back.
+// The compactions that the purge's deletions later cause yield to the same
+// signal in the store (pebblekv.Options.Foreground).
 const (
-	userQuietWindow   = 10 * time.Millisecond
 	userWaitMax       = 50 * time.Millisecond
 	pacedBatchDivisor = 32
 	pacedRestFactor   = 4
 )
 
-// usersActive reports whether user operations are running or ran within
-// userQuietWindow.
-func (e *Engine) usersActive() bool {
-	return e.inflight.Load() > 0 || time.Now().UnixNano()-e.lastUserOp.Load() < int64(userQuietWindow)
-}
+// usersActive reports whether user operations are running or ran within the
+// tracker's quiet window.
+func (e *Engine) usersActive() bool { return e.opts.Activity.Active() }
 
 // paceForUsers waits, briefly, for a quiet moment and returns the size of the
 // next batch and whether it is paced because users are active.
 func (e *Engine) paceForUsers(ctx context.Context) (limit int, paced bool) {
 	deadline := time.Now().Add(userWaitMax)
-	for e.inflight.Load() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+	for e.opts.Activity.InFlight() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(time.Millisecond)
 	}
 	if !e.usersActive() {

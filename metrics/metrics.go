@@ -35,6 +35,9 @@ type Options struct {
 	TTLTimeout time.Duration
 	// Logger receives scrape errors. The default discards them.
 	Logger *slog.Logger
+	// CompactionRest reports how long the store's compactions have rested so
+	// far to leave the CPU to user requests. Nil means no such series.
+	CompactionRest func() time.Duration
 }
 
 // Metrics is one server's set of metrics and the registry that exports them.
@@ -70,6 +73,12 @@ func New(opts Options) *Metrics {
 	m := &Metrics{reg: reg, req: newRequestMetrics(reg)}
 	if opts.TTL != nil {
 		reg.MustRegister(newTTLCollector(opts.TTL, opts.TTLTimeout, opts.Logger))
+	}
+	if rest := opts.CompactionRest; rest != nil {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "lethe_store_compaction_rest_seconds_total",
+			Help: "Time the store's compactions have rested to leave the CPU to user requests.",
+		}, func() float64 { return rest().Seconds() }))
 	}
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),

@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lethe-db/lethe/activity"
 	"github.com/lethe-db/lethe/engine"
 	"github.com/lethe-db/lethe/gateway"
 	"github.com/lethe-db/lethe/kv/pebblekv"
@@ -233,7 +234,10 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 
 	started := time.Now()
-	store, err := pebblekv.Open(pebblekv.Options{Dir: c.dataDir, InMemory: c.inMemory, Logger: log})
+	// One record of user activity, so that the purge and the store's
+	// compactions both step aside while requests are being served.
+	users := &activity.Tracker{}
+	store, err := pebblekv.Open(pebblekv.Options{Dir: c.dataDir, InMemory: c.inMemory, Logger: log, Foreground: users.Active})
 	if err != nil {
 		return err
 	}
@@ -243,7 +247,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		}
 	}()
 	now, manual := serverClock(c.clock)
-	eng, err := engine.Open(ctx, engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge})
+	eng, err := engine.Open(ctx, engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, Activity: users})
 	if err != nil {
 		return err
 	}
@@ -254,7 +258,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 
 	key, _ := base64.StdEncoding.DecodeString(c.key)
 	srv := gateway.New(gateway.Options{Engine: eng, Key: key, Consistency: c.consistency, Logger: log, Version: versionString(),
-		ManualClock: manual, Metrics: newMetrics(c, eng, log)})
+		ManualClock: manual, Metrics: newMetrics(c, eng, store, log)})
 
 	var cert *tls.Certificate
 	switch {

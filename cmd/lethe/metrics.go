@@ -7,16 +7,17 @@ import (
 	"strings"
 
 	"github.com/lethe-db/lethe/engine"
+	"github.com/lethe-db/lethe/kv/pebblekv"
 	"github.com/lethe-db/lethe/metrics"
 )
 
 // newMetrics returns the server's metrics, or nil when --metrics=false (then
 // nothing is recorded and /metrics is an ordinary unknown path).
-func newMetrics(c *config, eng *engine.Engine, log *slog.Logger) *metrics.Metrics {
+func newMetrics(c *config, eng *engine.Engine, store *pebblekv.Store, log *slog.Logger) *metrics.Metrics {
 	if !c.metrics {
 		return nil
 	}
-	return metrics.New(metrics.Options{TTL: ttlSource{eng}, Logger: log})
+	return metrics.New(metrics.Options{TTL: ttlSource{eng}, Logger: log, CompactionRest: store.CompactionRest})
 }
 
 // ttlSource adapts the engine's expiry backlog to the metrics package.

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/lethe-db/lethe/kv"
@@ -60,8 +61,16 @@ type Options struct {
 	// errors at error level. Nil means slog.Default().
 	Logger *slog.Logger
 
-	// CacheSize is the size in bytes of Pebble's block cache. Zero means
-	// DefaultCacheSize.
+	// Foreground, if set, reports whether user requests are being served.
+	// While it does, compactions run in short slices with rests between them
+	// so that they leave the CPU to those requests (see compactionRestFactor).
+	// Nil never paces them.
+	Foreground func() bool
+
+	// CacheSize is how many bytes of sstable blocks Pebble's block cache may
+	// hold. Zero means DefaultCacheSize. Pebble also reserves the memtables'
+	// memory in the block cache, so the cache is created larger by
+	// memTableReservation; CacheSize is what remains for blocks.
 	CacheSize int64
 }
 
@@ -80,11 +89,27 @@ const DefaultCacheSize = 32 << 20
 // 155 MiB.
 const DefaultMemTableSize = 32 << 20
 
+// memTableReservation is what the memtables take out of the block cache:
+// Pebble charges every memtable's arena to the cache, and in the steady state
+// one memtable takes writes while the previous one is flushed. Without adding
+// it, a cache no larger than two memtables holds no block at all, and every
+// read decodes its block again.
+const memTableReservation = 2 * DefaultMemTableSize
+
+// bloomBitsPerKey sizes the bloom filter written into every sstable: 10 bits
+// a key give about a 1% false-positive rate. A point read then skips the
+// sstables that cannot hold its key without reading their index and data
+// blocks, which matters most while level 0 holds many overlapping tables
+// (during a burst of writes or a purge) and for the absent-key check of
+// every create.
+const bloomBitsPerKey = 10
+
 // Store is a [kv.Store] backed by a Pebble database. It is safe for concurrent
 // use by multiple goroutines. Create one with [Open] and release it with
 // [Store.Close].
 type Store struct {
 	db       *pebble.DB
+	pace     *pacer    // paces compactions for the foreground; nil if not
 	fsCloser io.Closer // stops the disk-health checker; nil if none
 	durable  bool      // WAL enabled: committed Updates must be synced before returning
 	desc     string    // directory (or "memory") for error messages
@@ -130,10 +155,13 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		// start at the newest stable on-disk format.
 		FormatMajorVersion: pebble.FormatNewest,
 	}
-	po.CacheSize = DefaultCacheSize
 	po.MemTableSize = DefaultMemTableSize
+	po.CacheSize = DefaultCacheSize + memTableReservation
 	if opts.CacheSize > 0 {
-		po.CacheSize = opts.CacheSize
+		po.CacheSize = opts.CacheSize + memTableReservation
+	}
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
 	}
 	dir, desc := opts.Dir, opts.Dir
 	var fsCloser io.Closer
@@ -155,6 +183,11 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 				logger.Warn("pebblekv: slow disk operation", "dir", desc, "op", info.String())
 			})
 	}
+	var pace *pacer
+	if opts.Foreground != nil {
+		pace = &pacer{foreground: opts.Foreground}
+		po.FS = pacedFS{FS: po.FS, p: pace}
+	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		if fsCloser != nil {
@@ -162,8 +195,13 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		}
 		return nil, fmt.Errorf("pebblekv: open %s: %w", desc, err)
 	}
+	if pace != nil {
+		l0 := func() int { return int(db.Metrics().Levels[0].Sublevels) }
+		pace.l0Sublevels.Store(&l0)
+	}
 	return &Store{
 		db:       db,
+		pace:     pace,
 		fsCloser: fsCloser,
 		durable:  !po.DisableWAL,
 		desc:     desc,
@@ -330,4 +368,13 @@ func (s *Store) Metrics() string {
 	}
 	defer s.inflight.Done()
 	return s.db.Metrics().String()
+}
+
+// CompactionRest reports how long compactions have rested so far to leave the
+// CPU to user requests (see Options.Foreground).
+func (s *Store) CompactionRest() time.Duration {
+	if s.pace == nil {
+		return 0
+	}
+	return time.Duration(s.pace.rested.Load())
 }

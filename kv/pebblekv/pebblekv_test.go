@@ -537,3 +537,61 @@ func TestWriteWhileIterating(t *testing.T) {
 		checkValue(t, s, k+"-new", k)
 	}
 }
+
+// TestBlockCacheAndFilters checks that point reads of flushed data are served
+// from the block cache on their second visit and that bloom filters let reads
+// of absent keys skip the sstables. It writes more than a memtable holds, so
+// that a second memtable is reserved in the cache: with two reserved, the
+// cache once had no room left for any block.
+func TestBlockCacheAndFilters(t *testing.T) {
+	s := openMem(t)
+	ctx := context.Background()
+	value := strings.Repeat("v", 500)
+	for i := range 1 + DefaultMemTableSize/(1000*len(value)) {
+		putKeys(t, s, 1000, func(j int) int { return i*1000 + j }, []byte(value))
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	read := func(key string) error {
+		return s.View(ctx, func(r kv.Reader) error {
+			_, err := r.Get([]byte(key))
+			return err
+		})
+	}
+	for range 2 {
+		for i := range 500 {
+			if err := read(fmt.Sprintf("k%06d", i*37)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range 500 {
+		if err := read(fmt.Sprintf("k%06d-absent", i*37)); !errors.Is(err, kv.ErrNotFound) {
+			t.Fatalf("absent key: %v", err)
+		}
+	}
+	m := s.db.Metrics()
+	if m.BlockCache.Size == 0 || m.BlockCache.Hits < 500 {
+		t.Errorf("block cache after reading 500 keys twice: %+v; want blocks held and at least 500 hits", m.BlockCache)
+	}
+	if m.Filter.Hits < 400 {
+		t.Errorf("bloom filter hits after 500 absent-key reads: %d, want most of them", m.Filter.Hits)
+	}
+}
+
+// putKeys writes n keys "k<key(j)>" (six digits) with value in one transaction.
+func putKeys(t *testing.T, s *Store, n int, key func(j int) int, value []byte) {
+	t.Helper()
+	err := s.Update(context.Background(), func(tx kv.Tx) error {
+		for j := range n {
+			if err := tx.Put(fmt.Appendf(nil, "k%06d", key(j)), value); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

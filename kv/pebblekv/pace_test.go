@@ -1,0 +1,103 @@
+package pebblekv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lethe-db/lethe/kv"
+)
+
+func TestPacerRest(t *testing.T) {
+	var fg atomic.Bool
+	sublevels := 0
+	p := &pacer{foreground: fg.Load}
+	l0 := func() int { return sublevels }
+	p.l0Sublevels.Store(&l0)
+
+	p.rest(time.Millisecond)
+	if got := p.rested.Load(); got != 0 {
+		t.Fatalf("rested %v with no foreground", time.Duration(got))
+	}
+	fg.Store(true)
+	p.rest(100 * time.Microsecond)
+	if got, want := time.Duration(p.rested.Load()), compactionRestFactor*100*time.Microsecond; got != want {
+		t.Fatalf("rest after 100us of work with the foreground active = %v, want %v", got, want)
+	}
+	p.rest(time.Second)
+	if got, want := time.Duration(p.rested.Load()), compactionRestFactor*100*time.Microsecond+maxCompactionRest; got != want {
+		t.Fatalf("rest after a long stretch: total %v, want %v (capped)", got, want)
+	}
+
+	// Level 0 backed up: compactions run at full speed, once the next check
+	// (at most lsmCheckInterval later) has seen it.
+	before := p.rested.Load()
+	sublevels = maxPacedL0Sublevels
+	p.checkedAt.Store(0)
+	p.rest(time.Millisecond)
+	if p.rested.Load() != before {
+		t.Fatal("rested while level 0 was backed up")
+	}
+	sublevels = 1
+	p.rest(time.Millisecond)
+	if p.rested.Load() != before {
+		t.Fatal("level 0 re-checked before lsmCheckInterval passed")
+	}
+	p.checkedAt.Store(0)
+	p.rest(time.Millisecond)
+	if p.rested.Load() == before {
+		t.Fatal("no rest once level 0 was healthy again")
+	}
+}
+
+// TestCompactionsYieldToForeground compacts a store twice, once with the
+// foreground signal on and once off, and checks that only the first rested
+// and that both kept every key.
+func TestCompactionsYieldToForeground(t *testing.T) {
+	for _, active := range []bool{true, false} {
+		t.Run(fmt.Sprintf("foreground=%v", active), func(t *testing.T) {
+			s, err := Open(Options{InMemory: true, Foreground: func() bool { return active }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			value := bytes.Repeat([]byte("v"), 200)
+			const rounds, perRound = 3, 2000
+			for r := range rounds { // overlapping level-0 tables for the compaction to merge
+				putKeys(t, s, perRound, func(i int) int { return i*rounds + r }, value)
+				if err := s.db.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.db.Compact(ctx, []byte("k"), []byte("l"), false); err != nil {
+				t.Fatal(err)
+			}
+			rested := s.CompactionRest()
+			if active && rested == 0 {
+				t.Error("the compaction never rested while the foreground was active")
+			}
+			if !active && rested != 0 {
+				t.Errorf("the compaction rested %v with no foreground", rested)
+			}
+			n := 0
+			err = s.View(ctx, func(r kv.Reader) error {
+				it := r.Scan([]byte("k"), []byte("l"), false)
+				defer it.Close()
+				for it.Next() {
+					n++
+				}
+				return it.Err()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != rounds*perRound {
+				t.Errorf("%d keys after the compaction, want %d", n, rounds*perRound)
+			}
+		})
+	}
+}

@@ -1,0 +1,28 @@
+package metrics
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCompactionRest(t *testing.T) {
+	rest := 1500 * time.Millisecond
+	m := New(Options{CompactionRest: func() time.Duration { return rest }})
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	if body := scrape(); !strings.Contains(body, "lethe_store_compaction_rest_seconds_total 1.5\n") {
+		t.Errorf("scrape lacks the compaction rest of 1.5 s:\n%s", body)
+	}
+	rest = 2 * time.Second // read at each scrape, not at registration
+	if body := scrape(); !strings.Contains(body, "lethe_store_compaction_rest_seconds_total 2\n") {
+		t.Error("the compaction rest series did not follow its source")
+	}
+	if f := families(t, New(Options{}).Registry()); f["lethe_store_compaction_rest_seconds_total"] != nil {
+		t.Error("compaction rest exported without a source")
+	}
+}
