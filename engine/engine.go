@@ -49,6 +49,11 @@ type Options struct {
 	// Active method to pebblekv.Options.Foreground). Nil means a tracker of
 	// the engine's own.
 	Activity *activity.Tracker
+	// StoreBusy, if set, reports whether the store is running background work
+	// of its own that takes a core, such as a compaction
+	// (pebblekv.Store.Compacting). While users are active the purger waits for
+	// it to finish rather than take the other core too.
+	StoreBusy func() bool
 }
 
 // EnsureDefaults fills in the defaults of unset fields.

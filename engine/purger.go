@@ -285,6 +285,7 @@ const (
 	userWaitMax       = 50 * time.Millisecond
 	pacedBatchDivisor = 32
 	pacedRestFactor   = 4
+	storeBusyPoll     = 2 * time.Millisecond
 )
 
 // usersActive reports whether user operations are running or ran within the
@@ -292,7 +293,10 @@ const (
 func (e *Engine) usersActive() bool { return e.opts.Activity.Active() }
 
 // paceForUsers waits, briefly, for a quiet moment and returns the size of the
-// next batch and whether it is paced because users are active.
+// next batch and whether it is paced because users are active. While users
+// are active and the store is busy with background work of its own (a
+// compaction), it waits for that to end: background work then takes one core
+// at a time, never both.
 func (e *Engine) paceForUsers(ctx context.Context) (limit int, paced bool) {
 	deadline := time.Now().Add(userWaitMax)
 	for e.opts.Activity.InFlight() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
@@ -300,6 +304,11 @@ func (e *Engine) paceForUsers(ctx context.Context) (limit int, paced bool) {
 	}
 	if !e.usersActive() {
 		return e.opts.PurgeBatch, false
+	}
+	if busy := e.opts.StoreBusy; busy != nil {
+		for busy() && e.usersActive() && ctx.Err() == nil {
+			time.Sleep(storeBusyPoll)
+		}
 	}
 	return max(16, e.opts.PurgeBatch/pacedBatchDivisor), true
 }

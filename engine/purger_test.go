@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lethe-db/lethe/activity"
 	"github.com/lethe-db/lethe/kv"
 )
 
@@ -290,5 +291,45 @@ func TestPurgeCursorsAcrossManySmallBatches(t *testing.T) {
 	}
 	if err := e.Check(ctx); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestPurgeWaitsOutStoreWork: while users are active and the store reports
+// background work of its own (a compaction), the purger's next batch waits
+// for that work to end; with users idle it goes ahead at once, at full size.
+func TestPurgeWaitsOutStoreWork(t *testing.T) {
+	var busy atomic.Bool
+	busy.Store(true)
+	users := &activity.Tracker{}
+	te := openTestEngine(t, newMemStore(t), Options{DisableBackground: true, Activity: users, StoreBusy: busy.Load})
+
+	if limit, paced := te.paceForUsers(context.Background()); paced || limit != te.opts.PurgeBatch {
+		t.Fatalf("users idle, store busy: batch %d paced %v, want a full batch at once", limit, paced)
+	}
+
+	end := users.Begin() // a user operation in flight for the rest of the test
+	defer end()
+	type result struct {
+		limit int
+		paced bool
+	}
+	done := make(chan result, 1)
+	go func() {
+		limit, paced := te.paceForUsers(context.Background())
+		done <- result{limit, paced}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("users active, store busy: the batch went ahead (%+v)", r)
+	case <-time.After(userWaitMax + 100*time.Millisecond):
+	}
+	busy.Store(false)
+	select {
+	case r := <-done:
+		if !r.paced || r.limit >= te.opts.PurgeBatch {
+			t.Errorf("after the store's work ended: batch %d paced %v, want a small paced batch", r.limit, r.paced)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the batch still waited after the store's work ended")
 	}
 }

@@ -247,7 +247,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		}
 	}()
 	now, manual := serverClock(c.clock)
-	eng, err := engine.Open(ctx, engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, Activity: users})
+	eng, err := engine.Open(ctx, engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, Activity: users, StoreBusy: store.Compacting})
 	if err != nil {
 		return err
 	}

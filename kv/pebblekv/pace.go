@@ -39,6 +39,7 @@ type pacer struct {
 	checkedAt   atomic.Int64 // Unix nanoseconds of the last level-0 check
 	backedUp    atomic.Bool
 	rested      atomic.Int64 // total rest, nanoseconds, for tests and diagnostics
+	writing     atomic.Int64 // compaction output files open
 }
 
 // healthy reports whether level 0 is shallow enough for compactions to be
@@ -76,6 +77,7 @@ func (fs pacedFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File,
 	if err != nil || category != compactionCategory {
 		return f, err
 	}
+	fs.p.writing.Add(1)
 	return &pacedFile{File: f, p: fs.p, lastWrite: time.Now()}, nil
 }
 
@@ -85,6 +87,16 @@ type pacedFile struct {
 	vfs.File
 	p         *pacer
 	lastWrite time.Time
+	closed    bool
+}
+
+// Close implements vfs.File.
+func (f *pacedFile) Close() error {
+	if !f.closed {
+		f.closed = true
+		f.p.writing.Add(-1)
+	}
+	return f.File.Close()
 }
 
 // Write implements vfs.File.

@@ -54,15 +54,24 @@ func TestPacerRest(t *testing.T) {
 }
 
 // TestCompactionsYieldToForeground compacts a store twice, once with the
-// foreground signal on and once off, and checks that only the first rested
-// and that both kept every key.
+// foreground signal on and once off, and checks that only the first rested,
+// that Compacting was true while the compaction wrote and false after, and
+// that both kept every key.
 func TestCompactionsYieldToForeground(t *testing.T) {
 	for _, active := range []bool{true, false} {
 		t.Run(fmt.Sprintf("foreground=%v", active), func(t *testing.T) {
-			s, err := Open(Options{InMemory: true, Foreground: func() bool { return active }})
+			var self atomic.Pointer[Store]
+			var sawCompacting atomic.Bool
+			s, err := Open(Options{InMemory: true, Foreground: func() bool {
+				if st := self.Load(); st != nil && st.Compacting() {
+					sawCompacting.Store(true)
+				}
+				return active
+			}})
 			if err != nil {
 				t.Fatal(err)
 			}
+			self.Store(s)
 			defer s.Close()
 			ctx := context.Background()
 			value := bytes.Repeat([]byte("v"), 200)
@@ -75,6 +84,12 @@ func TestCompactionsYieldToForeground(t *testing.T) {
 			}
 			if err := s.db.Compact(ctx, []byte("k"), []byte("l"), false); err != nil {
 				t.Fatal(err)
+			}
+			if !sawCompacting.Load() {
+				t.Error("Compacting was false while a compaction wrote its output")
+			}
+			if s.Compacting() {
+				t.Error("Compacting still true after the compaction finished")
 			}
 			rested := s.CompactionRest()
 			if active && rested == 0 {

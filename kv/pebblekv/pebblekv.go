@@ -75,11 +75,13 @@ type Options struct {
 }
 
 // DefaultCacheSize is the block cache used when Options.CacheSize is zero:
-// 32 MiB. Pebble's own default of 8 MiB misses on working sets of a few
-// thousand 1 KB documents with their index entries, and a miss costs a block
-// read and decode on every point lookup (measured: a 10-row indexed query
-// spent 40% of its time there).
-const DefaultCacheSize = 32 << 20
+// 2 MiB beyond the memtables' reservation. Pebble's cache is one memory
+// budget shared with the memtables, so in practice it holds the index and
+// filter blocks every point lookup reads first, plus whatever the memtables
+// leave free. Measured after 80,000 durable 1 KB creates: server RSS 93.5 MB
+// with no usable cache, 97.9-98.1 MB with 2 MiB, 99.9-100.5 with 4 MiB and
+// 101.5-102.1 with 8-16 MiB, against a target of 100 MB.
+const DefaultCacheSize = 2 << 20
 
 // DefaultMemTableSize is the size of each memtable: 32 MiB. Pebble's 4 MiB
 // default flushes so often under a purge (about nine tombstones per expired
@@ -369,6 +371,12 @@ func (s *Store) Metrics() string {
 	defer s.inflight.Done()
 	return s.db.Metrics().String()
 }
+
+// Compacting reports whether a compaction is writing its output. Only known
+// when Options.Foreground is set; false otherwise. Other background work (the
+// purge) consults it so as not to take a second core beside a compaction while
+// users are active.
+func (s *Store) Compacting() bool { return s.pace != nil && s.pace.writing.Load() > 0 }
 
 // CompactionRest reports how long compactions have rested so far to leave the
 // CPU to user requests (see Options.Foreground).
