@@ -106,52 +106,20 @@ func TestConditional(t *testing.T) {
 			t.Fatal(err)
 		}
 		etag := etagOf(t, "race")
-		const writers = 8
-		var wg sync.WaitGroup
-		results := make([]error, writers)
-		for i := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, results[i] = cc.ReplaceItem(ctx, pk, "race", doc("race", i+1), &azcosmos.ItemOptions{IfMatchEtag: &etag})
-			}()
-		}
-		wg.Wait()
-		wins := 0
-		for i, err := range results {
-			switch {
-			case err == nil:
-				wins++
-			case statusOf(err) != http.StatusPreconditionFailed:
-				t.Errorf("writer %d: %v; want success or 412", i, err)
-			}
-		}
+		wins := raceWriters(t, 8, http.StatusPreconditionFailed, func(i int) error {
+			_, err := cc.ReplaceItem(ctx, pk, "race", doc("race", i+1), &azcosmos.ItemOptions{IfMatchEtag: &etag})
+			return err
+		})
 		if wins != 1 {
 			t.Errorf("%d writers won with the same etag; want exactly 1", wins)
 		}
 	})
 
 	t.Run("one winner among concurrent creates", func(t *testing.T) {
-		const writers = 8
-		var wg sync.WaitGroup
-		results := make([]error, writers)
-		for i := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, results[i] = cc.CreateItem(ctx, pk, doc("create-race", i), nil)
-			}()
-		}
-		wg.Wait()
-		wins := 0
-		for i, err := range results {
-			switch {
-			case err == nil:
-				wins++
-			case statusOf(err) != http.StatusConflict:
-				t.Errorf("creator %d: %v; want success or 409", i, err)
-			}
-		}
+		wins := raceWriters(t, 8, http.StatusConflict, func(i int) error {
+			_, err := cc.CreateItem(ctx, pk, doc("create-race", i), nil)
+			return err
+		})
 		if wins != 1 {
 			t.Errorf("%d concurrent creates of one id succeeded; want exactly 1", wins)
 		}
@@ -192,4 +160,29 @@ func TestConditional(t *testing.T) {
 		raw = s.do(t, "GET", docPath("cond", "c", "nope"), hdr("x-ms-documentdb-partitionkey", `["p"]`, "If-None-Match", newTag), nil)
 		raw.wantError(t, "If-None-Match on a missing document", http.StatusNotFound)
 	})
+}
+
+// raceWriters runs write(0..n-1) at once and returns how many succeeded; every
+// other writer must have failed with loserStatus.
+func raceWriters(t *testing.T, n, loserStatus int, write func(i int) error) (wins int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	results := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = write(i)
+		}()
+	}
+	wg.Wait()
+	for i, err := range results {
+		switch {
+		case err == nil:
+			wins++
+		case statusOf(err) != loserStatus:
+			t.Errorf("writer %d: %v; want success or %d", i, err, loserStatus)
+		}
+	}
+	return wins
 }

@@ -92,10 +92,10 @@ const DefaultCacheSize = 2 << 20
 const DefaultMemTableSize = 32 << 20
 
 // memTableReservation is what the memtables take out of the block cache:
-// Pebble charges every memtable's arena to the cache, and in the steady state
-// one memtable takes writes while the previous one is flushed. Without adding
-// it, a cache no larger than two memtables holds no block at all, and every
-// read decodes its block again.
+// Pebble charges every memtable's arena to the cache, and after the first
+// flush two are always charged (one taking writes, the other being flushed or
+// kept for reuse). Without adding it, a cache no larger than two memtables
+// holds no block at all, and every read decodes its block again.
 const memTableReservation = 2 * DefaultMemTableSize
 
 // bloomBitsPerKey sizes the bloom filter written into every sstable: 10 bits
@@ -158,10 +158,11 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 	}
 	po.MemTableSize = DefaultMemTableSize
-	po.CacheSize = DefaultCacheSize + memTableReservation
+	blocks := int64(DefaultCacheSize)
 	if opts.CacheSize > 0 {
-		po.CacheSize = opts.CacheSize + memTableReservation
+		blocks = opts.CacheSize
 	}
+	po.CacheSize = blocks + memTableReservation
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
 	}
