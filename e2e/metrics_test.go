@@ -202,8 +202,10 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("no %s: runtime and process collectors missing", name)
 		}
 	}
-	if rest := f["lethe_store_compaction_rest_seconds_total"]; len(rest.GetMetric()) != 1 || rest.GetMetric()[0].GetCounter() == nil {
-		t.Errorf("lethe_store_compaction_rest_seconds_total: %v, want one counter", rest)
+	for _, name := range []string{"lethe_store_compaction_rest_seconds_total", "lethe_store_background_priority_files_total"} {
+		if c := f[name]; len(c.GetMetric()) != 1 || c.GetMetric()[0].GetCounter() == nil {
+			t.Errorf("%s: %v, want one counter", name, c)
+		}
 	}
 }
 

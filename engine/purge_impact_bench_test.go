@@ -11,17 +11,23 @@ import (
 	"time"
 
 	"github.com/lethe-db/lethe/activity"
+	"github.com/lethe-db/lethe/cpuprio"
 	"github.com/lethe-db/lethe/kv/pebblekv"
 )
+
+// timedOp is one operation of the foreground load: when it was scheduled,
+// from the load's start, and how long it took from then.
+type timedOp struct{ at, lat time.Duration }
 
 // foreground offers a fixed load to the engine for d: rate operations per
 // second over the workers, 80% point reads of the live documents
 // l0..l(live-1) and 20% creates. Open loop: each operation is scheduled in
 // advance and its latency counts from its scheduled start, so a stall shows
-// in every operation it delays. It returns the latencies and how many failed.
-func foreground(b *testing.B, e *Engine, workers, rate, live int, d time.Duration, tag string) ([]time.Duration, int) {
+// in every operation it delays. It returns the operations in no particular
+// order and how many failed.
+func foreground(e *Engine, workers, rate, live int, d time.Duration, tag string) ([]timedOp, int) {
 	var mu sync.Mutex
-	var all []time.Duration
+	var all []timedOp
 	failed := 0
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -31,13 +37,14 @@ func foreground(b *testing.B, e *Engine, workers, rate, live int, d time.Duratio
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
-			var lat []time.Duration
+			var ops []timedOp
 			bad := 0
 			for i := 0; ; i++ {
-				t0 := start.Add(time.Duration(i)*interval + time.Duration(w)*interval/time.Duration(workers))
-				if t0.Sub(start) >= d {
+				at := time.Duration(i)*interval + time.Duration(w)*interval/time.Duration(workers)
+				if at >= d {
 					break
 				}
+				t0 := start.Add(at)
 				time.Sleep(time.Until(t0))
 				var err error
 				if rng.IntN(5) == 0 {
@@ -45,20 +52,41 @@ func foreground(b *testing.B, e *Engine, workers, rate, live int, d time.Duratio
 				} else {
 					_, err = e.ReadDocument(ctx, ref("live", fmt.Sprintf("l%d", rng.IntN(live)), "p"), Conditions{})
 				}
-				lat = append(lat, time.Since(t0))
+				ops = append(ops, timedOp{at, time.Since(t0)})
 				if err != nil {
 					bad++
 				}
 			}
 			mu.Lock()
-			all = append(all, lat...)
+			all = append(all, ops...)
 			failed += bad
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	slices.Sort(all)
 	return all, failed
+}
+
+// reportLatencies reports the p50 and p99 latencies of the load without and
+// with a purge, each sorted, and the ratio of the p99s (the target is at most
+// 1.10).
+func reportLatencies(b *testing.B, base, during []time.Duration) {
+	p99b, p99d := pct(base, 0.99), pct(during, 0.99)
+	b.ReportMetric(float64(p99b.Microseconds()), "p99-base-us")
+	b.ReportMetric(float64(p99d.Microseconds()), "p99-purging-us")
+	b.ReportMetric(float64(p99d)/float64(p99b), "p99-ratio")
+	b.ReportMetric(float64(pct(base, 0.5).Microseconds()), "p50-base-us")
+	b.ReportMetric(float64(pct(during, 0.5).Microseconds()), "p50-purging-us")
+}
+
+// sortedLatencies returns the latencies of ops, sorted.
+func sortedLatencies(ops []timedOp) []time.Duration {
+	lat := make([]time.Duration, len(ops))
+	for i, o := range ops {
+		lat[i] = o.lat
+	}
+	slices.Sort(lat)
+	return lat
 }
 
 // openServerStore opens a durable store in a temporary directory together with
@@ -71,6 +99,8 @@ func openServerStore(b *testing.B) (*pebblekv.Store, *activity.Tracker) {
 	opts := pebblekv.Options{Dir: b.TempDir(), Foreground: users.Active}
 	if os.Getenv("LETHE_BENCH_PACE_COMPACTIONS") == "0" {
 		opts.Foreground = nil
+	} else {
+		b.Cleanup(cpuprio.ExtraProcs(pebblekv.BackgroundJobs))
 	}
 	store, err := pebblekv.Open(opts)
 	if err != nil {
@@ -103,38 +133,17 @@ func BenchmarkForegroundDuringPurge(b *testing.B) {
 	rate := benchEnv("LETHE_BENCH_RATE", 8000)
 	const workers, live = 8, 10_000
 	for range b.N {
-		store, users := openServerStore(b)
-		clock := newFakeClock()
-		e, err := Open(ctx, Options{Store: store, Now: clock.Now, PurgeInterval: 50 * time.Millisecond, Activity: users, StoreBusy: store.Compacting})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, body := range []string{`{"id":"db"}`} {
-			if _, err := e.CreateDatabase(ctx, []byte(body)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		for _, c := range []string{`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":60}`, `{"id":"live","partitionKey":{"paths":["/pk"]}}`} {
-			if _, err := e.CreateContainer(ctx, "db", []byte(c)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		loadDocs(b, e, "x", n, 1024, "")
-		for i := range live {
-			if _, err := e.CreateDocument(ctx, DocRef{DB: "db", Coll: "live", PK: pk("p")}, fmt.Appendf(nil, `{"id":"l%d","pk":"p","pad":"%0900d"}`, i, 0)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		foreground(b, e, workers, rate, live, 3*time.Second, "warm") // the load's compactions settle; not measured
+		e, store, clock := openPurgeImpact(b, n, live)
+		foreground(e, workers, rate, live, 3*time.Second, "warm") // the load's compactions settle; not measured
 		b.ResetTimer()
 		rest0 := store.CompactionRest()
-		base, baseFailed := foreground(b, e, workers, rate, live, phase, "base")
+		baseOps, baseFailed := foreground(e, workers, rate, live, phase, "base")
 
 		rest1 := store.CompactionRest()
 		clock.Advance(61 * time.Second) // every x document expires now
 		e.WakePurger()
 		before := e.PurgeStats().Purged
-		during, duringFailed := foreground(b, e, workers, rate, live, phase, "during")
+		duringOps, duringFailed := foreground(e, workers, rate, live, phase, "during")
 		purged := e.PurgeStats().Purged - before
 		rest2 := store.CompactionRest()
 		b.StopTimer()
@@ -145,17 +154,123 @@ func BenchmarkForegroundDuringPurge(b *testing.B) {
 		if purged == 0 {
 			b.Fatal("the purge deleted nothing during the measured phase")
 		}
-		p99b, p99d := pct(base, 0.99), pct(during, 0.99)
-		b.ReportMetric(float64(p99b.Microseconds()), "p99-base-us")
-		b.ReportMetric(float64(p99d.Microseconds()), "p99-purging-us")
-		b.ReportMetric(float64(p99d)/float64(p99b), "p99-ratio")
-		b.ReportMetric(float64(pct(base, 0.5).Microseconds()), "p50-base-us")
-		b.ReportMetric(float64(pct(during, 0.5).Microseconds()), "p50-purging-us")
+		base, during := sortedLatencies(baseOps), sortedLatencies(duringOps)
+		reportLatencies(b, base, during)
 		b.ReportMetric(float64(len(base))/phase.Seconds(), "ops/s-base")
 		b.ReportMetric(float64(len(during))/phase.Seconds(), "ops/s-purging")
 		b.ReportMetric(float64(purged), "purged-during")
 		b.ReportMetric((rest1 - rest0).Seconds(), "compaction-rest-s-base")
 		b.ReportMetric((rest2 - rest1).Seconds(), "compaction-rest-s-purging")
+		e.Close()
+		store.Close()
+	}
+}
+
+// openPurgeImpact opens the engine of the foreground-during-purge benchmarks,
+// wired as lethe serve wires it, on a manual clock: n 1 KB documents in db/c
+// (defaultTtl 60 s, so all expire when the clock moves a minute on) and live
+// 900-byte documents l0..l(live-1) in db/live for the foreground load to read.
+func openPurgeImpact(b *testing.B, n, live int) (*Engine, *pebblekv.Store, *fakeClock) {
+	b.Helper()
+	store, users := openServerStore(b)
+	clock := newFakeClock()
+	e, err := Open(ctx, Options{Store: store, Now: clock.Now, PurgeInterval: 50 * time.Millisecond, Activity: users, StoreBusy: store.Compacting})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []string{`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":60}`, `{"id":"live","partitionKey":{"paths":["/pk"]}}`} {
+		if _, err := e.CreateContainer(ctx, "db", []byte(c)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	loadDocs(b, e, "x", n, 1024, "")
+	for i := range live {
+		if _, err := e.CreateDocument(ctx, DocRef{DB: "db", Coll: "live", PK: pk("p")}, fmt.Appendf(nil, `{"id":"l%d","pk":"p","pad":"%0900d"}`, i, 0)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return e, store, clock
+}
+
+// BenchmarkForegroundDuringPurgeInterleaved measures the same as
+// BenchmarkForegroundDuringPurge, but with the two conditions interleaved so
+// that both see the same machine. On a shared machine the latency of the
+// same load drifts by a factor of two or more between minutes (this
+// machine's p99 without any purge ranged 1.8-6.5 ms between runs), which
+// swamps a 10% comparison of two consecutive phases. Here all LETHE_BENCH_DOCS
+// documents (default 200,000) expire first; then, for LETHE_BENCH_PHASE_SECONDS
+// (default 60), the load runs without a break while the purger alternates:
+// held for 3 s, then running for 2 s. Base latency is that of operations
+// scheduled in the last 2 s of each held window (the first second is left out
+// so that compactions the purge started have time to finish, which would
+// otherwise count against the base); purging latency is that of every
+// operation scheduled while the purge runs. Reported as in
+// BenchmarkForegroundDuringPurge.
+func BenchmarkForegroundDuringPurgeInterleaved(b *testing.B) {
+	n := benchEnv("LETHE_BENCH_DOCS", 200_000)
+	total := time.Duration(benchEnv("LETHE_BENCH_PHASE_SECONDS", 60)) * time.Second
+	rate := benchEnv("LETHE_BENCH_RATE", 8000)
+	const workers, live = 8, 10_000
+	const held, settle, running = 3 * time.Second, time.Second, 2 * time.Second
+	const cycle = held + running
+	for range b.N {
+		e, store, clock := openPurgeImpact(b, n, live)
+		foreground(e, workers, rate, live, 3*time.Second, "warm") // the load's compactions settle; not measured
+		e.purger.held.Store(true)
+		clock.Advance(61 * time.Second) // every x document expires now
+		b.ResetTimer()
+
+		stop := make(chan struct{})
+		var switcher sync.WaitGroup
+		switcher.Add(1)
+		go func() { // alternates the purger on the load's schedule
+			defer switcher.Done()
+			start := time.Now()
+			for k := 0; ; k++ {
+				e.purger.held.Store(true)
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Until(start.Add(time.Duration(k)*cycle + held))):
+				}
+				e.purger.held.Store(false)
+				e.WakePurger()
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Until(start.Add(time.Duration(k+1) * cycle))):
+				}
+			}
+		}()
+		before := e.PurgeStats().Purged
+		ops, failed := foreground(e, workers, rate, live, total, "mixed")
+		purged := e.PurgeStats().Purged - before
+		close(stop)
+		switcher.Wait()
+		e.purger.held.Store(false)
+		b.StopTimer()
+
+		if failed > 0 {
+			b.Fatalf("%d user operations failed", failed)
+		}
+		if purged == 0 {
+			b.Fatal("the purge deleted nothing")
+		}
+		var baseOps, duringOps []timedOp
+		for _, o := range ops {
+			switch in := o.at % cycle; {
+			case in >= held:
+				duringOps = append(duringOps, o)
+			case in >= settle:
+				baseOps = append(baseOps, o)
+			}
+		}
+		base, during := sortedLatencies(baseOps), sortedLatencies(duringOps)
+		reportLatencies(b, base, during)
+		b.ReportMetric(float64(purged)/(total.Seconds()*float64(running)/float64(cycle)), "purged/s-running")
 		e.Close()
 		store.Close()
 	}

@@ -38,6 +38,9 @@ type Options struct {
 	// CompactionRest reports how long the store's compactions have rested so
 	// far to leave the CPU to user requests. Nil means no such series.
 	CompactionRest func() time.Duration
+	// LoweredFiles reports how many flush and compaction output files the
+	// store has written at background CPU priority. Nil means no such series.
+	LoweredFiles func() int64
 }
 
 // Metrics is one server's set of metrics and the registry that exports them.
@@ -79,6 +82,12 @@ func New(opts Options) *Metrics {
 			Name: "lethe_store_compaction_rest_seconds_total",
 			Help: "Time the store's compactions have rested to leave the CPU to user requests.",
 		}, func() float64 { return rest().Seconds() }))
+	}
+	if lowered := opts.LoweredFiles; lowered != nil {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "lethe_store_background_priority_files_total",
+			Help: "Flush and compaction output files the store wrote at background CPU priority.",
+		}, func() float64 { return float64(lowered()) }))
 	}
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),

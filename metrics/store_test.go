@@ -7,14 +7,17 @@ import (
 	"time"
 )
 
+// scrapeText returns the body of one scrape of m.
+func scrapeText(m *Metrics) string {
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return rec.Body.String()
+}
+
 func TestCompactionRest(t *testing.T) {
 	rest := 1500 * time.Millisecond
 	m := New(Options{CompactionRest: func() time.Duration { return rest }})
-	scrape := func() string {
-		rec := httptest.NewRecorder()
-		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-		return rec.Body.String()
-	}
+	scrape := func() string { return scrapeText(m) }
 	if body := scrape(); !strings.Contains(body, "lethe_store_compaction_rest_seconds_total 1.5\n") {
 		t.Errorf("scrape lacks the compaction rest of 1.5 s:\n%s", body)
 	}
@@ -24,5 +27,21 @@ func TestCompactionRest(t *testing.T) {
 	}
 	if f := families(t, New(Options{}).Registry()); f["lethe_store_compaction_rest_seconds_total"] != nil {
 		t.Error("compaction rest exported without a source")
+	}
+}
+
+func TestLoweredFiles(t *testing.T) {
+	var lowered int64 = 3
+	m := New(Options{LoweredFiles: func() int64 { return lowered }})
+	scrape := func() string { return scrapeText(m) }
+	if body := scrape(); !strings.Contains(body, "lethe_store_background_priority_files_total 3\n") {
+		t.Errorf("scrape lacks the 3 lowered files:\n%s", body)
+	}
+	lowered = 5 // read at each scrape, not at registration
+	if body := scrape(); !strings.Contains(body, "lethe_store_background_priority_files_total 5\n") {
+		t.Error("the lowered files series did not follow its source")
+	}
+	if f := families(t, New(Options{}).Registry()); f["lethe_store_background_priority_files_total"] != nil {
+		t.Error("lowered files exported without a source")
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/lethe-db/lethe/activity"
+	"github.com/lethe-db/lethe/cpuprio"
 	"github.com/lethe-db/lethe/engine"
 	"github.com/lethe-db/lethe/gateway"
 	"github.com/lethe-db/lethe/kv/pebblekv"
@@ -235,8 +236,12 @@ func serve(args []string, stdout, stderr io.Writer) error {
 
 	started := time.Now()
 	// One record of user activity, so that the purge and the store's
-	// compactions both step aside while requests are being served.
+	// compactions both step aside while requests are being served. The
+	// store's flushes and compactions run at background CPU priority, each
+	// holding a P while the kernel makes it wait: Go gets a P for each, so
+	// that requests keep one per core.
 	users := &activity.Tracker{}
+	defer cpuprio.ExtraProcs(pebblekv.BackgroundJobs)()
 	store, err := pebblekv.Open(pebblekv.Options{Dir: c.dataDir, InMemory: c.inMemory, Logger: log, Foreground: users.Active})
 	if err != nil {
 		return err

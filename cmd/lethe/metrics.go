@@ -17,7 +17,7 @@ func newMetrics(c *config, eng *engine.Engine, store *pebblekv.Store, log *slog.
 	if !c.metrics {
 		return nil
 	}
-	return metrics.New(metrics.Options{TTL: ttlSource{eng}, Logger: log, CompactionRest: store.CompactionRest})
+	return metrics.New(metrics.Options{TTL: ttlSource{eng}, Logger: log, CompactionRest: store.CompactionRest, LoweredFiles: store.LoweredFiles})
 }
 
 // ttlSource adapts the engine's expiry backlog to the metrics package.

@@ -5,21 +5,30 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/lethe-db/lethe/cpuprio"
 )
 
-// Compactions yield the CPU to the foreground. A compaction is one goroutine
-// that computes for a second or more at a stretch (merging, encoding and
-// compressing blocks); on a machine with few cores that stretch takes a core
-// from user requests, and Go's scheduler lets a waiting goroutine sit behind it
-// for up to its 10 ms time slice. Measured on 2 cores: a single busy goroutine
-// beside a fixed load of point reads and creates raised their p99 latency
-// 2.5-fold. So while the store's Foreground signal is on, every write of a
-// compaction's output first sleeps compactionRestFactor times as long as the
-// compaction computed since its previous write: the compaction then runs in
-// slices of about one block and uses at most a quarter of a core. Flushes and
-// the write-ahead log are never paced (a late flush would stall every
-// writer), nor is anything while level 0 is backed up (maxPacedL0Sublevels):
-// compactions then run at full speed until the tree is healthy again.
+// Flushes and compactions yield the CPU to the foreground. A compaction is
+// one goroutine that computes for a second or more at a stretch (merging,
+// encoding and compressing blocks); on a machine with few cores that stretch
+// takes a core from user requests, and Go's scheduler lets a waiting
+// goroutine sit behind it for up to its 10 ms time slice. Measured on 2 cores:
+// a single busy goroutine beside a fixed load of point reads and creates
+// raised their p99 latency 2.5-fold.
+//
+// So each flush and compaction goroutine runs on its own OS thread at the
+// lowest CPU priority (package cpuprio), from its first output file on: the
+// kernel then runs it only on CPU that requests leave idle, and preempts it
+// the moment a request's thread wakes. Lethe gives Go BackgroundJobs extra Ps
+// for these threads (cpuprio.ExtraProcs), so that requests keep one P per
+// core. Where priorities are unavailable (not Linux, or not permitted), a
+// compaction instead rests before each output write, while the foreground is
+// active, compactionRestFactor times as long as it computed since its
+// previous write: it then runs in slices of about one block and uses at most
+// a quarter of a core. Neither applies while level 0 is backed up
+// (maxPacedL0Sublevels): compactions then run at full speed until the tree is
+// healthy again. The write-ahead log is never slowed.
 const (
 	compactionRestFactor = 3
 	maxCompactionRest    = 5 * time.Millisecond
@@ -27,9 +36,17 @@ const (
 	lsmCheckInterval     = 100 * time.Millisecond
 )
 
-// compactionCategory is the disk-write category Pebble gives compaction
-// output; flushes and the WAL have their own.
-const compactionCategory vfs.DiskWriteCategory = "pebble-compaction"
+// BackgroundJobs is how many flushes and compactions may run at once: one
+// of each, Pebble's default concurrency. It is the number of extra Ps a
+// process gives Go (cpuprio.ExtraProcs) for their lowered threads.
+const BackgroundJobs = 2
+
+// The disk-write categories Pebble gives the output files of compactions and
+// of memtable flushes; the WAL has its own.
+const (
+	compactionCategory vfs.DiskWriteCategory = "pebble-compaction"
+	flushCategory      vfs.DiskWriteCategory = "pebble-memtable-flush"
+)
 
 // pacer decides whether compaction writes rest, and for how long.
 type pacer struct {
@@ -39,7 +56,8 @@ type pacer struct {
 	checkedAt   atomic.Int64 // Unix nanoseconds of the last level-0 check
 	backedUp    atomic.Bool
 	rested      atomic.Int64 // total rest, nanoseconds, for tests and diagnostics
-	writing     atomic.Int64 // compaction output files open
+	writing     atomic.Int64 // paced compaction output files open
+	lowered     atomic.Int64 // output files written at background priority
 }
 
 // healthy reports whether level 0 is shallow enough for compactions to be
@@ -65,7 +83,26 @@ func (p *pacer) rest(busy time.Duration) {
 	p.rested.Add(int64(d))
 }
 
-// pacedFS is a vfs.FS whose compaction output files rest before each write.
+// lowerGoroutine lowers the calling goroutine's CPU priority; a variable so
+// that tests can take the path where that is not possible.
+var lowerGoroutine = cpuprio.LowerCurrentGoroutine
+
+// lower moves the calling flush or compaction goroutine to background CPU
+// priority and reports whether it did. Not while the DB is still opening
+// (replaying the WAL may write tables on the goroutine that called Open, which
+// must not be lowered) nor while level 0 is backed up.
+func (p *pacer) lower() bool {
+	if p.l0Sublevels.Load() == nil || !p.healthy(time.Now()) || !lowerGoroutine() {
+		return false
+	}
+	p.lowered.Add(1)
+	return true
+}
+
+// pacedFS is a vfs.FS whose flushes and compactions yield to the foreground:
+// their goroutines are lowered to background priority when they create an
+// output file or, where that is not possible, compaction output files rest
+// before each write.
 type pacedFS struct {
 	vfs.FS
 	p *pacer
@@ -74,8 +111,11 @@ type pacedFS struct {
 // Create implements vfs.FS.
 func (fs pacedFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.Create(name, category)
-	if err != nil || category != compactionCategory {
+	if err != nil || (category != compactionCategory && category != flushCategory) {
 		return f, err
+	}
+	if fs.p.lower() || category != compactionCategory {
+		return f, nil
 	}
 	fs.p.writing.Add(1)
 	return &pacedFile{File: f, p: fs.p, lastWrite: time.Now()}, nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lethe-db/lethe/cpuprio"
 	"github.com/lethe-db/lethe/kv"
 )
 
@@ -53,11 +54,46 @@ func TestPacerRest(t *testing.T) {
 	}
 }
 
-// TestCompactionsYieldToForeground compacts a store twice, once with the
-// foreground signal on and once off, and checks that only the first rested,
-// that Compacting was true while the compaction wrote and false after, and
-// that both kept every key.
+// flushAndCompact writes rounds of overlapping keys, flushing each to its own
+// level-0 table, then compacts them all, and checks that every key is kept.
+func flushAndCompact(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	value := bytes.Repeat([]byte("v"), 200)
+	const rounds, perRound = 3, 2000
+	for r := range rounds { // overlapping level-0 tables for the compaction to merge
+		putKeys(t, s, perRound, func(i int) int { return i*rounds + r }, value)
+		if err := s.db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.db.Compact(ctx, []byte("k"), []byte("l"), false); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	err := s.View(ctx, func(r kv.Reader) error {
+		it := r.Scan([]byte("k"), []byte("l"), false)
+		defer it.Close()
+		for it.Next() {
+			n++
+		}
+		return it.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != rounds*perRound {
+		t.Errorf("%d keys after the compaction, want %d", n, rounds*perRound)
+	}
+}
+
+// TestCompactionsYieldToForeground compacts a store where priorities cannot
+// be lowered twice, once with the foreground signal on and once off, and
+// checks that only the first rested, that Compacting was true while the
+// compaction wrote and false after, and that both kept every key.
 func TestCompactionsYieldToForeground(t *testing.T) {
+	lowerGoroutine = func() bool { return false }
+	t.Cleanup(func() { lowerGoroutine = cpuprio.LowerCurrentGoroutine })
 	for _, active := range []bool{true, false} {
 		t.Run(fmt.Sprintf("foreground=%v", active), func(t *testing.T) {
 			var self atomic.Pointer[Store]
@@ -73,18 +109,7 @@ func TestCompactionsYieldToForeground(t *testing.T) {
 			}
 			self.Store(s)
 			defer s.Close()
-			ctx := context.Background()
-			value := bytes.Repeat([]byte("v"), 200)
-			const rounds, perRound = 3, 2000
-			for r := range rounds { // overlapping level-0 tables for the compaction to merge
-				putKeys(t, s, perRound, func(i int) int { return i*rounds + r }, value)
-				if err := s.db.Flush(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := s.db.Compact(ctx, []byte("k"), []byte("l"), false); err != nil {
-				t.Fatal(err)
-			}
+			flushAndCompact(t, s)
 			if !sawCompacting.Load() {
 				t.Error("Compacting was false while a compaction wrote its output")
 			}
@@ -97,21 +122,6 @@ func TestCompactionsYieldToForeground(t *testing.T) {
 			}
 			if !active && rested != 0 {
 				t.Errorf("the compaction rested %v with no foreground", rested)
-			}
-			n := 0
-			err = s.View(ctx, func(r kv.Reader) error {
-				it := r.Scan([]byte("k"), []byte("l"), false)
-				defer it.Close()
-				for it.Next() {
-					n++
-				}
-				return it.Err()
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n != rounds*perRound {
-				t.Errorf("%d keys after the compaction, want %d", n, rounds*perRound)
 			}
 		})
 	}

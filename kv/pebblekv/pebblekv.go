@@ -61,10 +61,13 @@ type Options struct {
 	// errors at error level. Nil means slog.Default().
 	Logger *slog.Logger
 
-	// Foreground, if set, reports whether user requests are being served.
-	// While it does, compactions run in short slices with rests between them
-	// so that they leave the CPU to those requests (see compactionRestFactor).
-	// Nil never paces them.
+	// Foreground, if set, reports whether user requests are being served, and
+	// makes flushes and compactions yield the CPU to them: their goroutines
+	// run at the lowest CPU priority, or, where that is not possible,
+	// compactions rest between writes while Foreground reports true (see
+	// compactionRestFactor). A process that sets it should give Go
+	// BackgroundJobs extra Ps (cpuprio.ExtraProcs). Nil leaves background
+	// work at normal priority, unpaced.
 	Foreground func() bool
 
 	// CacheSize is how many bytes of sstable blocks Pebble's block cache may
@@ -373,11 +376,21 @@ func (s *Store) Metrics() string {
 	return s.db.Metrics().String()
 }
 
-// Compacting reports whether a compaction is writing its output. Only known
-// when Options.Foreground is set; false otherwise. Other background work (the
-// purge) consults it so as not to take a second core beside a compaction while
-// users are active.
+// Compacting reports whether a compaction is writing its output at normal
+// CPU priority, pacing itself instead (see Options.Foreground); false when
+// compactions run at background priority, or Foreground is not set. Other
+// background work (the purge) consults it so as not to take a second core
+// beside such a compaction while users are active.
 func (s *Store) Compacting() bool { return s.pace != nil && s.pace.writing.Load() > 0 }
+
+// LoweredFiles reports how many flush and compaction output files have been
+// written at background CPU priority (see Options.Foreground).
+func (s *Store) LoweredFiles() int64 {
+	if s.pace == nil {
+		return 0
+	}
+	return s.pace.lowered.Load()
+}
 
 // CompactionRest reports how long compactions have rested so far to leave the
 // CPU to user requests (see Options.Foreground).
