@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -127,8 +128,10 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 // compactions at background CPU priority, the purge paced by user activity).
 // Reported: p50 and p99 latency of each phase, the p99 ratio (the target is
 // at most 1.10), how many documents the purge deleted during the measured
-// phase, and how long compactions rested for users in each phase (only where
-// background priority is unavailable).
+// phase, how long compactions rested for users in each phase (only where
+// background priority is unavailable), and the share of each phase in which
+// a flush or compaction ran. The base phase starts once the set-up's own
+// flushes and compactions are done.
 func BenchmarkForegroundDuringPurge(b *testing.B) {
 	n := benchEnv("LETHE_BENCH_DOCS", 200_000)
 	phase := time.Duration(benchEnv("LETHE_BENCH_PHASE_SECONDS", 20)) * time.Second
@@ -136,17 +139,22 @@ func BenchmarkForegroundDuringPurge(b *testing.B) {
 	const workers, live = 8, 10_000
 	for range b.N {
 		e, store, clock := openPurgeImpact(b, n, live)
-		foreground(e, workers, rate, live, 3*time.Second, "warm") // the load's compactions settle; not measured
+		foreground(e, workers, rate, live, 3*time.Second, "warm") // warms caches; not measured
+		waitBackgroundIdle(b, store)                              // the load's compactions are done
 		b.ResetTimer()
 		rest0 := store.CompactionRest()
+		jobs := sampleBackgroundJobs(store, jobSampleInterval)
 		baseOps, baseFailed := foreground(e, workers, rate, live, phase, "base")
+		baseBusy := busyFraction(jobs(), func(time.Duration) bool { return true })
 
 		rest1 := store.CompactionRest()
 		clock.Advance(61 * time.Second) // every x document expires now
 		e.WakePurger()
 		before := e.PurgeStats().Purged
+		jobs = sampleBackgroundJobs(store, jobSampleInterval)
 		duringOps, duringFailed := foreground(e, workers, rate, live, phase, "during")
 		purged := e.PurgeStats().Purged - before
+		duringBusy := busyFraction(jobs(), func(time.Duration) bool { return true })
 		rest2 := store.CompactionRest()
 		b.StopTimer()
 
@@ -162,6 +170,8 @@ func BenchmarkForegroundDuringPurge(b *testing.B) {
 		b.ReportMetric(float64(purged), "purged-during")
 		b.ReportMetric((rest1 - rest0).Seconds(), "compaction-rest-s-base")
 		b.ReportMetric((rest2 - rest1).Seconds(), "compaction-rest-s-purging")
+		b.ReportMetric(baseBusy, "bg-busy-frac-base")
+		b.ReportMetric(duringBusy, "bg-busy-frac-purging")
 		e.Close()
 		store.Close()
 	}
@@ -201,29 +211,42 @@ func openPurgeImpact(b *testing.B, n, live int) (*Engine, *pebblekv.Store, *fake
 // that both see the same machine. On a shared machine the latency of the
 // same load drifts by a factor of two or more between minutes (this
 // machine's p99 without any purge ranged 1.8-6.5 ms between runs), which
-// swamps a 10% comparison of two consecutive phases. Here all LETHE_BENCH_DOCS
-// documents (default 200,000) expire first; then, for LETHE_BENCH_PHASE_SECONDS
-// (default 60), the load runs without a break while the purger alternates:
-// held for 3 s, then running for 2 s. Base latency is that of operations
-// scheduled in the last 2 s of each held window (the first second is left out
-// so that compactions the purge started have time to finish, which would
-// otherwise count against the base); purging latency is that of every
-// operation scheduled while the purge runs. Reported as in
-// BenchmarkForegroundDuringPurge.
+// swamps a 10% comparison of two consecutive phases.
+//
+// All LETHE_BENCH_DOCS documents (default 200,000) expire first; then, for
+// LETHE_BENCH_PHASE_SECONDS (default 60), the load runs without a break
+// while the purger alternates: held for 3 s, then running for 2 s. The
+// purge's cost includes the flushes and compactions its deletions cause,
+// which Pebble runs seconds later, as often in a held window as in a running
+// one. So an operation counts as "without a purge" only if it was scheduled
+// in a held window, at least purgeGrace after the purger stopped, at a
+// moment no flush or compaction was running; every other operation counts
+// against the purge. That charges the purge also with the background work
+// the load causes by itself, so the comparison errs against the purge; the
+// share of time that work takes is measured on the same load before the
+// documents expire and reported as bg-busy-frac-nopurge.
+//
+// Reported besides the latencies: the purge rate while running, and the
+// share of time a flush or compaction ran in the held and running windows.
 func BenchmarkForegroundDuringPurgeInterleaved(b *testing.B) {
 	n := benchEnv("LETHE_BENCH_DOCS", 200_000)
 	total := time.Duration(benchEnv("LETHE_BENCH_PHASE_SECONDS", 60)) * time.Second
 	rate := benchEnv("LETHE_BENCH_RATE", 8000)
 	const workers, live = 8, 10_000
-	const held, settle, running = 3 * time.Second, time.Second, 2 * time.Second
+	const held, running = 3 * time.Second, 2 * time.Second
 	const cycle = held + running
+	const control = 30 * time.Second // about one memtable flush of the load's own
 	for range b.N {
 		e, store, clock := openPurgeImpact(b, n, live)
-		foreground(e, workers, rate, live, 3*time.Second, "warm") // the load's compactions settle; not measured
+		foreground(e, workers, rate, live, 3*time.Second, "warm") // warms caches; not measured
+		waitBackgroundIdle(b, store)                              // the load's compactions are done
+		jobs := sampleBackgroundJobs(store, jobSampleInterval)
+		foreground(e, workers, rate, live, control, "control")
+		nopurge := busyFraction(jobs(), func(time.Duration) bool { return true })
+
 		e.purger.held.Store(true)
 		clock.Advance(61 * time.Second) // every x document expires now
 		b.ResetTimer()
-
 		stop := make(chan struct{})
 		var switcher sync.WaitGroup
 		switcher.Add(1)
@@ -247,8 +270,10 @@ func BenchmarkForegroundDuringPurgeInterleaved(b *testing.B) {
 			}
 		}()
 		before := e.PurgeStats().Purged
+		jobs = sampleBackgroundJobs(store, jobSampleInterval)
 		ops, failed := foreground(e, workers, rate, live, total, "mixed")
 		purged := e.PurgeStats().Purged - before
+		samples := jobs()
 		close(stop)
 		switcher.Wait()
 		e.purger.held.Store(false)
@@ -260,19 +285,120 @@ func BenchmarkForegroundDuringPurgeInterleaved(b *testing.B) {
 		if purged == 0 {
 			b.Fatal("the purge deleted nothing")
 		}
-		var baseOps, duringOps []timedOp
+		bg := backgroundAt(samples)
+		var baseOps, duringOps, runningOps, heldBgOps []timedOp
 		for _, o := range ops {
-			switch in := o.at % cycle; {
+			in := o.at % cycle
+			switch {
 			case in >= held:
-				duringOps = append(duringOps, o)
-			case in >= settle:
+				runningOps = append(runningOps, o)
+			case in >= purgeGrace && bg(o.at):
+				heldBgOps = append(heldBgOps, o)
+			case in >= purgeGrace:
 				baseOps = append(baseOps, o)
+				continue
 			}
+			duringOps = append(duringOps, o)
 		}
 		reportLatencies(b, baseOps, duringOps)
+		b.ReportMetric(float64(pct(sortedLatencies(runningOps), 0.99).Microseconds()), "p99-running-us")
+		b.ReportMetric(float64(pct(sortedLatencies(heldBgOps), 0.99).Microseconds()), "p99-held-bg-us")
+		b.ReportMetric(float64(len(baseOps))/float64(len(ops)), "base-share")
 		b.ReportMetric(float64(purged)/(total.Seconds()*float64(running)/float64(cycle)), "purged/s-running")
+		b.ReportMetric(nopurge, "bg-busy-frac-nopurge")
+		b.ReportMetric(busyFraction(samples, func(at time.Duration) bool { return at%cycle < held }), "bg-busy-frac-held")
+		b.ReportMetric(busyFraction(samples, func(at time.Duration) bool { return at%cycle >= held }), "bg-busy-frac-running")
 		e.Close()
 		store.Close()
+	}
+}
+
+// purgeGrace is how long after the purger is held its last batch may still
+// be running; operations scheduled then count against the purge.
+const purgeGrace = 100 * time.Millisecond
+
+// jobSampleInterval is how often the purge-impact benchmarks sample the
+// store's running flushes and compactions.
+const jobSampleInterval = 5 * time.Millisecond
+
+// jobSample is how many flushes and compactions were running at a moment, at
+// an offset from the start of sampling.
+type jobSample struct {
+	at      time.Duration
+	running int
+}
+
+// sampleBackgroundJobs samples the store's running flushes and compactions
+// every interval until the returned function is called, which returns the
+// samples.
+func sampleBackgroundJobs(store *pebblekv.Store, interval time.Duration) func() []jobSample {
+	stop := make(chan struct{})
+	done := make(chan []jobSample)
+	start := time.Now()
+	go func() {
+		var samples []jobSample
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				done <- samples
+				return
+			case now := <-t.C:
+				samples = append(samples, jobSample{now.Sub(start), store.BackgroundJobsRunning()})
+			}
+		}
+	}()
+	return func() []jobSample {
+		close(stop)
+		return <-done
+	}
+}
+
+// backgroundAt returns whether a flush or compaction ran at an offset,
+// judged by the samples on either side of it, so that an operation counts as
+// overlapping background work if that work began or ended while it waited or
+// ran.
+func backgroundAt(samples []jobSample) func(time.Duration) bool {
+	return func(at time.Duration) bool {
+		i, _ := slices.BinarySearchFunc(samples, at, func(s jobSample, t time.Duration) int { return cmp.Compare(s.at, t) })
+		return (i < len(samples) && samples[i].running > 0) || (i > 0 && samples[i-1].running > 0)
+	}
+}
+
+// busyFraction returns the share of the samples selected by in at which a
+// flush or compaction was running.
+func busyFraction(samples []jobSample, in func(time.Duration) bool) float64 {
+	busy, count := 0, 0
+	for _, sm := range samples {
+		if in(sm.at) {
+			count++
+			if sm.running > 0 {
+				busy++
+			}
+		}
+	}
+	if count == 0 {
+		return 0
+	}
+	return float64(busy) / float64(count)
+}
+
+// waitBackgroundIdle waits until the store has run no flush or compaction
+// for a second, so that a measurement does not start in the tail of the
+// set-up's writes.
+func waitBackgroundIdle(b *testing.B, store *pebblekv.Store) {
+	b.Helper()
+	deadline := time.Now().Add(10 * time.Minute)
+	idleSince := time.Now()
+	for time.Since(idleSince) < time.Second {
+		if time.Now().After(deadline) {
+			b.Fatal("the store's flushes and compactions did not finish within 10 minutes")
+		}
+		time.Sleep(jobSampleInterval)
+		if store.BackgroundJobsRunning() > 0 {
+			idleSince = time.Now()
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,6 +85,51 @@ func flushAndCompact(t *testing.T, s *Store) {
 	}
 	if n != rounds*perRound {
 		t.Errorf("%d keys after the compaction, want %d", n, rounds*perRound)
+	}
+}
+
+// TestBackgroundJobsRunning checks that BackgroundJobsRunning counts a flush
+// or compaction while it runs, observed from inside the job (where it creates
+// an output file), and nothing once they are done.
+func TestBackgroundJobsRunning(t *testing.T) {
+	var self atomic.Pointer[Store]
+	var mu sync.Mutex
+	var inside []int
+	lowerGoroutine = func() bool {
+		if st := self.Load(); st != nil {
+			mu.Lock()
+			inside = append(inside, st.BackgroundJobsRunning())
+			mu.Unlock()
+		}
+		return false
+	}
+	t.Cleanup(func() { lowerGoroutine = cpuprio.LowerCurrentGoroutine })
+	s, err := Open(Options{InMemory: true, Foreground: func() bool { return false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	self.Store(s)
+	flushAndCompact(t, s)
+	// Compactions Pebble schedules itself after the flushes may still run.
+	for deadline := time.Now().Add(10 * time.Second); s.BackgroundJobsRunning() != 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(inside) < 4 { // three flushes and a compaction
+		t.Fatalf("saw %d output files created, want at least 4", len(inside))
+	}
+	for i, n := range inside {
+		if n < 1 {
+			t.Errorf("output file %d: BackgroundJobsRunning = %d inside a job", i, n)
+		}
+	}
+	if n := s.BackgroundJobsRunning(); n != 0 {
+		t.Errorf("BackgroundJobsRunning = %d after waiting for the jobs to finish", n)
+	}
+	if n := s.jobs.begun.Load(); n < 4 {
+		t.Errorf("%d jobs begun, want at least 4", n)
 	}
 }
 

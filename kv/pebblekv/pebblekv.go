@@ -114,7 +114,8 @@ const bloomBitsPerKey = 10
 // [Store.Close].
 type Store struct {
 	db       *pebble.DB
-	pace     *pacer    // paces compactions for the foreground; nil if not
+	pace     *pacer // paces compactions for the foreground; nil if not
+	jobs     *jobCounter
 	fsCloser io.Closer // stops the disk-health checker; nil if none
 	durable  bool      // WAL enabled: committed Updates must be synced before returning
 	desc     string    // directory (or "memory") for error messages
@@ -194,6 +195,8 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		pace = &pacer{foreground: opts.Foreground}
 		po.FS = pacedFS{FS: po.FS, p: pace}
 	}
+	jobs := &jobCounter{}
+	po.EventListener = jobs.listener()
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		if fsCloser != nil {
@@ -208,6 +211,7 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 	return &Store{
 		db:       db,
 		pace:     pace,
+		jobs:     jobs,
 		fsCloser: fsCloser,
 		durable:  !po.DisableWAL,
 		desc:     desc,
@@ -390,6 +394,30 @@ func (s *Store) LoweredFiles() int64 {
 		return 0
 	}
 	return s.pace.lowered.Load()
+}
+
+// BackgroundJobsRunning reports how many flushes and compactions are running
+// now, for diagnostics: benchmarks use it to see which of their measurements
+// overlapped background work.
+func (s *Store) BackgroundJobsRunning() int { return int(s.jobs.running.Load()) }
+
+// jobCounter counts the flushes and compactions in progress through Pebble's
+// event listener, which calls each Begin and its End exactly once.
+type jobCounter struct {
+	running atomic.Int64
+	begun   atomic.Int64 // since open, for tests
+}
+
+// listener returns the Pebble event listener that keeps the counts.
+func (j *jobCounter) listener() *pebble.EventListener {
+	begin := func() { j.running.Add(1); j.begun.Add(1) }
+	end := func() { j.running.Add(-1) }
+	return &pebble.EventListener{
+		CompactionBegin: func(pebble.CompactionInfo) { begin() },
+		CompactionEnd:   func(pebble.CompactionInfo) { end() },
+		FlushBegin:      func(pebble.FlushInfo) { begin() },
+		FlushEnd:        func(pebble.FlushInfo) { end() },
+	}
 }
 
 // CompactionRest reports how long compactions have rested so far to leave the
