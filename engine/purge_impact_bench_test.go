@@ -145,7 +145,7 @@ func BenchmarkForegroundDuringPurge(b *testing.B) {
 		rest0 := store.CompactionRest()
 		jobs := sampleBackgroundJobs(store, jobSampleInterval)
 		baseOps, baseFailed := foreground(e, workers, rate, live, phase, "base")
-		baseBusy := busyFraction(jobs(), func(time.Duration) bool { return true })
+		baseBusy := busyFraction(jobs(), anyTime)
 
 		rest1 := store.CompactionRest()
 		clock.Advance(61 * time.Second) // every x document expires now
@@ -154,7 +154,7 @@ func BenchmarkForegroundDuringPurge(b *testing.B) {
 		jobs = sampleBackgroundJobs(store, jobSampleInterval)
 		duringOps, duringFailed := foreground(e, workers, rate, live, phase, "during")
 		purged := e.PurgeStats().Purged - before
-		duringBusy := busyFraction(jobs(), func(time.Duration) bool { return true })
+		duringBusy := busyFraction(jobs(), anyTime)
 		rest2 := store.CompactionRest()
 		b.StopTimer()
 
@@ -242,7 +242,7 @@ func BenchmarkForegroundDuringPurgeInterleaved(b *testing.B) {
 		waitBackgroundIdle(b, store)                              // the load's compactions are done
 		jobs := sampleBackgroundJobs(store, jobSampleInterval)
 		foreground(e, workers, rate, live, control, "control")
-		nopurge := busyFraction(jobs(), func(time.Duration) bool { return true })
+		nopurge := busyFraction(jobs(), anyTime)
 
 		e.purger.held.Store(true)
 		clock.Advance(61 * time.Second) // every x document expires now
@@ -286,21 +286,20 @@ func BenchmarkForegroundDuringPurgeInterleaved(b *testing.B) {
 			b.Fatal("the purge deleted nothing")
 		}
 		bg := backgroundAt(samples)
-		var baseOps, duringOps, runningOps, heldBgOps []timedOp
+		var baseOps, runningOps, graceOps, heldBgOps []timedOp
 		for _, o := range ops {
-			in := o.at % cycle
-			switch {
+			switch in := o.at % cycle; {
 			case in >= held:
 				runningOps = append(runningOps, o)
-			case in >= purgeGrace && bg(o.at):
+			case in < purgeGrace:
+				graceOps = append(graceOps, o)
+			case bg(o.at):
 				heldBgOps = append(heldBgOps, o)
-			case in >= purgeGrace:
+			default:
 				baseOps = append(baseOps, o)
-				continue
 			}
-			duringOps = append(duringOps, o)
 		}
-		reportLatencies(b, baseOps, duringOps)
+		reportLatencies(b, baseOps, slices.Concat(runningOps, graceOps, heldBgOps))
 		b.ReportMetric(float64(pct(sortedLatencies(runningOps), 0.99).Microseconds()), "p99-running-us")
 		b.ReportMetric(float64(pct(sortedLatencies(heldBgOps), 0.99).Microseconds()), "p99-held-bg-us")
 		b.ReportMetric(float64(len(baseOps))/float64(len(ops)), "base-share")
@@ -365,6 +364,9 @@ func backgroundAt(samples []jobSample) func(time.Duration) bool {
 		return (i < len(samples) && samples[i].running > 0) || (i > 0 && samples[i-1].running > 0)
 	}
 }
+
+// anyTime selects every sample for busyFraction.
+func anyTime(time.Duration) bool { return true }
 
 // busyFraction returns the share of the samples selected by in at which a
 // flush or compaction was running.
