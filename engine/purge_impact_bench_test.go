@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,8 +18,13 @@ import (
 )
 
 // timedOp is one operation of the foreground load: when it was scheduled,
-// from the load's start, and how long it took from then.
-type timedOp struct{ at, lat time.Duration }
+// from the load's start, how long it took from then, how much of that it
+// waited for its worker's previous operation, and whether it was a create
+// (which waits for the write-ahead log's fsync) or a read.
+type timedOp struct {
+	at, lat, queue time.Duration
+	create         bool
+}
 
 // foreground offers a fixed load to the engine for d: rate operations per
 // second over the workers, 80% point reads of the live documents
@@ -47,13 +53,15 @@ func foreground(e *Engine, workers, rate, live int, d time.Duration, tag string)
 				}
 				t0 := start.Add(at)
 				time.Sleep(time.Until(t0))
+				queue := max(0, time.Since(t0))
 				var err error
-				if rng.IntN(5) == 0 {
+				create := rng.IntN(5) == 0
+				if create {
 					_, err = e.CreateDocument(ctx, DocRef{DB: "db", Coll: "live", PK: pk("p")}, fmt.Appendf(nil, `{"id":"%s-%d-%d","pk":"p","v":%d}`, tag, w, i, i))
 				} else {
 					_, err = e.ReadDocument(ctx, ref("live", fmt.Sprintf("l%d", rng.IntN(live)), "p"), Conditions{})
 				}
-				ops = append(ops, timedOp{at, time.Since(t0)})
+				ops = append(ops, timedOp{at, time.Since(t0), queue, create})
 				if err != nil {
 					bad++
 				}
@@ -94,11 +102,16 @@ func sortedLatencies(ops []timedOp) []time.Duration {
 // openServerStore opens a durable store in a temporary directory together with
 // the activity tracker to pass to the engine, wired as lethe serve wires them:
 // the store's compactions yield to the user operations the engine marks.
-// LETHE_BENCH_PACE_COMPACTIONS=0 leaves compactions unpaced, for comparison.
+// LETHE_BENCH_PACE_COMPACTIONS=0 leaves compactions unpaced, for comparison;
+// LETHE_BENCH_BG_WRITE_RATE sets pebblekv.Options.BackgroundWriteRate (bytes
+// a second; -1 unlimited).
 func openServerStore(b *testing.B) (*pebblekv.Store, *activity.Tracker) {
 	b.Helper()
 	users := &activity.Tracker{}
 	opts := pebblekv.Options{Dir: b.TempDir(), Foreground: users.Active}
+	if v, err := strconv.ParseInt(os.Getenv("LETHE_BENCH_BG_WRITE_RATE"), 10, 64); err == nil {
+		opts.BackgroundWriteRate = v
+	}
 	if os.Getenv("LETHE_BENCH_PACE_COMPACTIONS") == "0" {
 		opts.Foreground = nil
 	} else {
@@ -130,8 +143,10 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 // at most 1.10), how many documents the purge deleted during the measured
 // phase, how long compactions rested for users in each phase (only where
 // background priority is unavailable), and the share of each phase in which
-// a flush or compaction ran. The base phase starts once the set-up's own
-// flushes and compactions are done.
+// a flush or compaction ran; the p99 service time of creates in each phase;
+// and, while purging, how fast flushes and compactions wrote and what share
+// of the phase compactions waited for the background write rate. The base
+// phase starts once the set-up's own flushes and compactions are done.
 func BenchmarkForegroundDuringPurge(b *testing.B) {
 	n := benchEnv("LETHE_BENCH_DOCS", 200_000)
 	phase := time.Duration(benchEnv("LETHE_BENCH_PHASE_SECONDS", 20)) * time.Second
@@ -150,10 +165,11 @@ func BenchmarkForegroundDuringPurge(b *testing.B) {
 		rest1 := store.CompactionRest()
 		clock.Advance(61 * time.Second) // every x document expires now
 		e.WakePurger()
-		before := e.PurgeStats().Purged
+		before, writtenBefore, throttledBefore := e.PurgeStats().Purged, store.BackgroundBytesWritten(), store.WriteThrottled()
 		jobs = sampleBackgroundJobs(store, jobSampleInterval)
 		duringOps, duringFailed := foreground(e, workers, rate, live, phase, "during")
 		purged := e.PurgeStats().Purged - before
+		written, throttled := store.BackgroundBytesWritten()-writtenBefore, store.WriteThrottled()-throttledBefore
 		duringBusy := busyFraction(jobs(), anyTime)
 		rest2 := store.CompactionRest()
 		b.StopTimer()
@@ -172,6 +188,10 @@ func BenchmarkForegroundDuringPurge(b *testing.B) {
 		b.ReportMetric((rest2 - rest1).Seconds(), "compaction-rest-s-purging")
 		b.ReportMetric(baseBusy, "bg-busy-frac-base")
 		b.ReportMetric(duringBusy, "bg-busy-frac-purging")
+		b.ReportMetric(float64(createServiceP99(baseOps).Microseconds()), "p99-create-svc-base-us")
+		b.ReportMetric(float64(createServiceP99(duringOps).Microseconds()), "p99-create-svc-purging-us")
+		b.ReportMetric(float64(written)/phase.Seconds()/1e6, "bg-write-MB/s-purging")
+		b.ReportMetric(throttled.Seconds()/phase.Seconds(), "bg-throttled-frac-purging")
 		e.Close()
 		store.Close()
 	}
@@ -226,8 +246,13 @@ func openPurgeImpact(b *testing.B, n, live int) (*Engine, *pebblekv.Store, *fake
 // share of time that work takes is measured on the same load before the
 // documents expire and reported as bg-busy-frac-nopurge.
 //
-// Reported besides the latencies: the purge rate while running, and the
-// share of time a flush or compaction ran in the held and running windows.
+// Reported besides the latencies: the purge rate while running; the share of
+// time a flush or compaction ran in the held and running windows; the p99
+// service time of creates (excluding any wait for the worker's previous
+// operation) in the base and in held windows with background work, which
+// shows what flushes and compactions do to the write-ahead log's fsync; and
+// how fast flushes and compactions wrote and what share of the time
+// compactions waited for the background write rate.
 func BenchmarkForegroundDuringPurgeInterleaved(b *testing.B) {
 	n := benchEnv("LETHE_BENCH_DOCS", 200_000)
 	total := time.Duration(benchEnv("LETHE_BENCH_PHASE_SECONDS", 60)) * time.Second
@@ -269,10 +294,11 @@ func BenchmarkForegroundDuringPurgeInterleaved(b *testing.B) {
 				}
 			}
 		}()
-		before := e.PurgeStats().Purged
+		before, writtenBefore, throttledBefore := e.PurgeStats().Purged, store.BackgroundBytesWritten(), store.WriteThrottled()
 		jobs = sampleBackgroundJobs(store, jobSampleInterval)
 		ops, failed := foreground(e, workers, rate, live, total, "mixed")
 		purged := e.PurgeStats().Purged - before
+		written, throttled := store.BackgroundBytesWritten()-writtenBefore, store.WriteThrottled()-throttledBefore
 		samples := jobs()
 		close(stop)
 		switcher.Wait()
@@ -302,6 +328,10 @@ func BenchmarkForegroundDuringPurgeInterleaved(b *testing.B) {
 		reportLatencies(b, baseOps, slices.Concat(runningOps, graceOps, heldBgOps))
 		b.ReportMetric(float64(pct(sortedLatencies(runningOps), 0.99).Microseconds()), "p99-running-us")
 		b.ReportMetric(float64(pct(sortedLatencies(heldBgOps), 0.99).Microseconds()), "p99-held-bg-us")
+		b.ReportMetric(float64(createServiceP99(baseOps).Microseconds()), "p99-create-svc-base-us")
+		b.ReportMetric(float64(createServiceP99(heldBgOps).Microseconds()), "p99-create-svc-held-bg-us")
+		b.ReportMetric(float64(written)/total.Seconds()/1e6, "bg-write-MB/s")
+		b.ReportMetric(throttled.Seconds()/total.Seconds(), "bg-throttled-frac")
 		b.ReportMetric(float64(len(baseOps))/float64(len(ops)), "base-share")
 		b.ReportMetric(float64(purged)/(total.Seconds()*float64(running)/float64(cycle)), "purged/s-running")
 		b.ReportMetric(nopurge, "bg-busy-frac-nopurge")
@@ -310,6 +340,20 @@ func BenchmarkForegroundDuringPurgeInterleaved(b *testing.B) {
 		e.Close()
 		store.Close()
 	}
+}
+
+// createServiceP99 returns the p99 time the creates among ops took once
+// started, leaving out any wait for their worker's previous operation: what
+// the disk does to a durable write.
+func createServiceP99(ops []timedOp) time.Duration {
+	var svc []time.Duration
+	for _, o := range ops {
+		if o.create {
+			svc = append(svc, o.lat-o.queue)
+		}
+	}
+	slices.Sort(svc)
+	return pct(svc, 0.99)
 }
 
 // purgeGrace is how long after the purger is held its last batch may still

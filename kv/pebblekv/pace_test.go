@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/lethe-db/lethe/cpuprio"
 	"github.com/lethe-db/lethe/kv"
 )
@@ -159,13 +161,130 @@ func TestCompactionsYieldToForeground(t *testing.T) {
 			if s.Compacting() {
 				t.Error("Compacting still true after the compaction finished")
 			}
-			rested := s.CompactionRest()
-			if active && rested == 0 {
-				t.Error("the compaction never rested while the foreground was active")
-			}
-			if !active && rested != 0 {
-				t.Errorf("the compaction rested %v with no foreground", rested)
-			}
+			checkWaitedOnlyIfActive(t, active, s.CompactionRest(), "rested")
 		})
+	}
+}
+
+func TestPacerThrottle(t *testing.T) {
+	var fg atomic.Bool
+	sublevels := 0
+	l0 := func() int { return sublevels }
+	const rate = 10 << 20 // 1 MiB costs 100 ms
+	p := &pacer{foreground: fg.Load, writeRate: rate}
+	p.l0Sublevels.Store(&l0)
+
+	p.throttle(1 << 20)
+	p.throttle(1 << 20)
+	if got := p.throttled.Load(); got != 0 {
+		t.Fatalf("waited %v with no foreground", time.Duration(got))
+	}
+	fg.Store(true)
+	p.nextWrite.Store(0)
+	began := time.Now()
+	p.throttle(1 << 20) // the rate is unused: goes at once
+	if got := p.throttled.Load(); got != 0 {
+		t.Fatalf("the first write waited %v", time.Duration(got))
+	}
+	p.throttle(1 << 20) // waits for the first write's 100 ms
+	if took, waited := time.Since(began), time.Duration(p.throttled.Load()); took < 90*time.Millisecond || waited < 90*time.Millisecond {
+		t.Fatalf("the second 1 MiB at 10 MiB/s returned after %v, having waited %v; want at least 90ms", took, waited)
+	}
+
+	// Level 0 backed up: no wait, once the next check has seen it.
+	before := p.throttled.Load()
+	sublevels = maxPacedL0Sublevels
+	p.checkedAt.Store(0)
+	p.throttle(1 << 20)
+	p.throttle(1 << 20)
+	if p.throttled.Load() != before {
+		t.Fatal("waited for the write rate while level 0 was backed up")
+	}
+
+	unlimited := &pacer{foreground: fg.Load}
+	unlimited.l0Sublevels.Store(&l0)
+	unlimited.throttle(1 << 30)
+	unlimited.throttle(1 << 30)
+	if got := unlimited.throttled.Load(); got != 0 {
+		t.Fatalf("waited %v with no write rate", time.Duration(got))
+	}
+}
+
+// syncRecorder is an output file that records where it was asked to start
+// writeback.
+type syncRecorder struct {
+	vfs.File
+	syncs []int64
+}
+
+func (f *syncRecorder) SyncTo(offset int64) (bool, error) {
+	f.syncs = append(f.syncs, offset)
+	return f.File.SyncTo(offset)
+}
+
+// TestBackgroundFileHandsOutputInPieces checks that an output file starts
+// writeback each time backgroundSyncBytes more have been written, at a page
+// boundary, and counts what it wrote.
+func TestBackgroundFileHandsOutputInPieces(t *testing.T) {
+	inner, err := vfs.NewMem().Create("out", vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &syncRecorder{File: inner}
+	p := &pacer{foreground: func() bool { return false }}
+	f := &backgroundFile{File: rec, p: p, limited: true}
+	chunk := bytes.Repeat([]byte("b"), 10_000)
+	const writes = 40
+	for range writes {
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := p.written.Load(), int64(writes*len(chunk)); got != want {
+		t.Errorf("counted %d bytes written, want %d", got, want)
+	}
+	if len(rec.syncs) < writes*len(chunk)/backgroundSyncBytes-1 {
+		t.Fatalf("writeback started %d times for %d bytes, want about one per %d: %v", len(rec.syncs), writes*len(chunk), backgroundSyncBytes, rec.syncs)
+	}
+	prev := int64(0)
+	for _, off := range rec.syncs {
+		if off%syncAlignment != 0 || off-prev < backgroundSyncBytes-syncAlignment || off > int64(writes*len(chunk)) {
+			t.Fatalf("writeback offsets %v: want page-aligned, about %d apart, within the file", rec.syncs, backgroundSyncBytes)
+		}
+		prev = off
+	}
+}
+
+// TestCompactionsKeepToWriteRate compacts a durable store twice at a small
+// write rate, with the foreground signal on and off, and checks that only the
+// first waited for the rate and that both kept every key.
+func TestCompactionsKeepToWriteRate(t *testing.T) {
+	lowerGoroutine = func() bool { return false }
+	t.Cleanup(func() { lowerGoroutine = cpuprio.LowerCurrentGoroutine })
+	for _, active := range []bool{true, false} {
+		t.Run(fmt.Sprintf("foreground=%v", active), func(t *testing.T) {
+			s, err := Open(Options{Dir: t.TempDir(), Foreground: func() bool { return active }, BackgroundWriteRate: 4 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			flushAndCompact(t, s)
+			if s.BackgroundBytesWritten() == 0 {
+				t.Error("no flush or compaction output counted")
+			}
+			checkWaitedOnlyIfActive(t, active, s.WriteThrottled(), "waited for the write rate")
+		})
+	}
+}
+
+// checkWaitedOnlyIfActive fails t unless compactions spent time yielding
+// (how is what they did) exactly when the foreground was active.
+func checkWaitedOnlyIfActive(t *testing.T, active bool, waited time.Duration, how string) {
+	t.Helper()
+	if active && waited == 0 {
+		t.Errorf("compactions never %s while the foreground was active", how)
+	}
+	if !active && waited != 0 {
+		t.Errorf("compactions %s %v with no foreground", how, waited)
 	}
 }

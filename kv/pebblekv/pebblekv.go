@@ -75,6 +75,13 @@ type Options struct {
 	// memory in the block cache, so the cache is created larger by
 	// memTableReservation; CacheSize is what remains for blocks.
 	CacheSize int64
+
+	// BackgroundWriteRate is how many bytes a second compactions may write
+	// while Foreground reports true and level 0 is healthy, so that durable
+	// user writes do not queue at the disk behind them. Zero means
+	// DefaultBackgroundWriteRate; negative means unlimited. Ignored without
+	// Foreground.
+	BackgroundWriteRate int64
 }
 
 // DefaultCacheSize is the block cache used when Options.CacheSize is zero:
@@ -192,7 +199,10 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 	}
 	var pace *pacer
 	if opts.Foreground != nil {
-		pace = &pacer{foreground: opts.Foreground}
+		pace = &pacer{foreground: opts.Foreground, writeRate: max(0, opts.BackgroundWriteRate)}
+		if opts.BackgroundWriteRate == 0 {
+			pace.writeRate = DefaultBackgroundWriteRate
+		}
 		po.FS = pacedFS{FS: po.FS, p: pace}
 	}
 	jobs := &jobCounter{}
@@ -394,6 +404,25 @@ func (s *Store) LoweredFiles() int64 {
 		return 0
 	}
 	return s.pace.lowered.Load()
+}
+
+// WriteThrottled reports how long compactions have waited for the background
+// write rate so far (see Options.BackgroundWriteRate).
+func (s *Store) WriteThrottled() time.Duration {
+	if s.pace == nil {
+		return 0
+	}
+	return time.Duration(s.pace.throttled.Load())
+}
+
+// BackgroundBytesWritten reports how many bytes flushes and compactions have
+// written to their output files, for diagnostics; 0 without
+// Options.Foreground.
+func (s *Store) BackgroundBytesWritten() int64 {
+	if s.pace == nil {
+		return 0
+	}
+	return s.pace.written.Load()
 }
 
 // BackgroundJobsRunning reports how many flushes and compactions are running
