@@ -290,8 +290,10 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 // kernel's scheduler. Rest factor 4 purged about 4,000 documents a second
 // under the benchmark's load but raised its p99 by about a third; at 16 it
 // purges about 2,000 a second and its own batches show no measurable p99
-// cost.) An idle server purges in full batches, back to back. The flushes and compactions that the purge's deletions cause run at
-// background priority in the store (pebblekv.Options.Foreground).
+// cost.) An idle server purges in full batches, back to back. The flushes
+// and compactions that the purge's deletions cause run at background
+// priority in the store, and compactions at a limited write rate while users
+// are active (pebblekv.Options.Foreground and BackgroundWriteRate).
 const (
 	userWaitMax       = 50 * time.Millisecond
 	pacedBatchDivisor = 32
