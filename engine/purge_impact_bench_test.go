@@ -157,21 +157,20 @@ func BenchmarkForegroundDuringPurge(b *testing.B) {
 		foreground(e, workers, rate, live, 3*time.Second, "warm") // warms caches; not measured
 		waitBackgroundIdle(b, store)                              // the load's compactions are done
 		b.ResetTimer()
-		rest0 := store.CompactionRest()
+		pace0 := store.Pacing()
 		jobs := sampleBackgroundJobs(store, jobSampleInterval)
 		baseOps, baseFailed := foreground(e, workers, rate, live, phase, "base")
 		baseBusy := busyFraction(jobs(), anyTime)
 
-		rest1 := store.CompactionRest()
+		pace1 := store.Pacing()
 		clock.Advance(61 * time.Second) // every x document expires now
 		e.WakePurger()
-		before, writtenBefore, throttledBefore := e.PurgeStats().Purged, store.BackgroundBytesWritten(), store.WriteThrottled()
+		before := e.PurgeStats().Purged
 		jobs = sampleBackgroundJobs(store, jobSampleInterval)
 		duringOps, duringFailed := foreground(e, workers, rate, live, phase, "during")
 		purged := e.PurgeStats().Purged - before
-		written, throttled := store.BackgroundBytesWritten()-writtenBefore, store.WriteThrottled()-throttledBefore
 		duringBusy := busyFraction(jobs(), anyTime)
-		rest2 := store.CompactionRest()
+		pace2 := store.Pacing()
 		b.StopTimer()
 
 		if baseFailed+duringFailed > 0 {
@@ -184,14 +183,14 @@ func BenchmarkForegroundDuringPurge(b *testing.B) {
 		b.ReportMetric(float64(len(baseOps))/phase.Seconds(), "ops/s-base")
 		b.ReportMetric(float64(len(duringOps))/phase.Seconds(), "ops/s-purging")
 		b.ReportMetric(float64(purged), "purged-during")
-		b.ReportMetric((rest1 - rest0).Seconds(), "compaction-rest-s-base")
-		b.ReportMetric((rest2 - rest1).Seconds(), "compaction-rest-s-purging")
+		b.ReportMetric((pace1.Rested - pace0.Rested).Seconds(), "compaction-rest-s-base")
+		b.ReportMetric((pace2.Rested - pace1.Rested).Seconds(), "compaction-rest-s-purging")
 		b.ReportMetric(baseBusy, "bg-busy-frac-base")
 		b.ReportMetric(duringBusy, "bg-busy-frac-purging")
 		b.ReportMetric(float64(createServiceP99(baseOps).Microseconds()), "p99-create-svc-base-us")
 		b.ReportMetric(float64(createServiceP99(duringOps).Microseconds()), "p99-create-svc-purging-us")
-		b.ReportMetric(float64(written)/phase.Seconds()/1e6, "bg-write-MB/s-purging")
-		b.ReportMetric(throttled.Seconds()/phase.Seconds(), "bg-throttled-frac-purging")
+		b.ReportMetric(float64(pace2.BytesWritten-pace1.BytesWritten)/phase.Seconds()/1e6, "bg-write-MB/s-purging")
+		b.ReportMetric((pace2.Throttled-pace1.Throttled).Seconds()/phase.Seconds(), "bg-throttled-frac-purging")
 		e.Close()
 		store.Close()
 	}
@@ -294,11 +293,10 @@ func BenchmarkForegroundDuringPurgeInterleaved(b *testing.B) {
 				}
 			}
 		}()
-		before, writtenBefore, throttledBefore := e.PurgeStats().Purged, store.BackgroundBytesWritten(), store.WriteThrottled()
+		before, pace0 := e.PurgeStats().Purged, store.Pacing()
 		jobs = sampleBackgroundJobs(store, jobSampleInterval)
 		ops, failed := foreground(e, workers, rate, live, total, "mixed")
-		purged := e.PurgeStats().Purged - before
-		written, throttled := store.BackgroundBytesWritten()-writtenBefore, store.WriteThrottled()-throttledBefore
+		purged, pace1 := e.PurgeStats().Purged-before, store.Pacing()
 		samples := jobs()
 		close(stop)
 		switcher.Wait()
@@ -330,8 +328,8 @@ func BenchmarkForegroundDuringPurgeInterleaved(b *testing.B) {
 		b.ReportMetric(float64(pct(sortedLatencies(heldBgOps), 0.99).Microseconds()), "p99-held-bg-us")
 		b.ReportMetric(float64(createServiceP99(baseOps).Microseconds()), "p99-create-svc-base-us")
 		b.ReportMetric(float64(createServiceP99(heldBgOps).Microseconds()), "p99-create-svc-held-bg-us")
-		b.ReportMetric(float64(written)/total.Seconds()/1e6, "bg-write-MB/s")
-		b.ReportMetric(throttled.Seconds()/total.Seconds(), "bg-throttled-frac")
+		b.ReportMetric(float64(pace1.BytesWritten-pace0.BytesWritten)/total.Seconds()/1e6, "bg-write-MB/s")
+		b.ReportMetric((pace1.Throttled-pace0.Throttled).Seconds()/total.Seconds(), "bg-throttled-frac")
 		b.ReportMetric(float64(len(baseOps))/float64(len(ops)), "base-share")
 		b.ReportMetric(float64(purged)/(total.Seconds()*float64(running)/float64(cycle)), "purged/s-running")
 		b.ReportMetric(nopurge, "bg-busy-frac-nopurge")

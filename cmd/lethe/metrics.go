@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/lethe-db/lethe/engine"
 	"github.com/lethe-db/lethe/kv/pebblekv"
@@ -17,7 +18,12 @@ func newMetrics(c *config, eng *engine.Engine, store *pebblekv.Store, log *slog.
 	if !c.metrics {
 		return nil
 	}
-	return metrics.New(metrics.Options{TTL: ttlSource{eng}, Logger: log, CompactionRest: store.CompactionRest, LoweredFiles: store.LoweredFiles})
+	return metrics.New(metrics.Options{
+		TTL:            ttlSource{eng},
+		Logger:         log,
+		CompactionRest: func() time.Duration { return store.Pacing().Rested },
+		LoweredFiles:   func() int64 { return store.Pacing().LoweredFiles },
+	})
 }
 
 // ttlSource adapts the engine's expiry backlog to the metrics package.

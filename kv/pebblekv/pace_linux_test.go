@@ -20,10 +20,10 @@ func TestBackgroundWorkLowered(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	flushAndCompact(t, s)
 	// Three flushes and at least one compaction output.
-	if got := s.LoweredFiles(); got < 4 {
+	if got := s.Pacing().LoweredFiles; got < 4 {
 		t.Errorf("%d output files written at background priority, want at least 4", got)
 	}
-	if rested := s.CompactionRest(); rested != 0 {
+	if rested := s.Pacing().Rested; rested != 0 {
 		t.Errorf("a lowered compaction also rested %v", rested)
 	}
 	if s.Compacting() {

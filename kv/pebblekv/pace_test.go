@@ -161,7 +161,7 @@ func TestCompactionsYieldToForeground(t *testing.T) {
 			if s.Compacting() {
 				t.Error("Compacting still true after the compaction finished")
 			}
-			checkWaitedOnlyIfActive(t, active, s.CompactionRest(), "rested")
+			checkWaitedOnlyIfActive(t, active, s.Pacing().Rested, "rested")
 		})
 	}
 }
@@ -269,10 +269,10 @@ func TestCompactionsKeepToWriteRate(t *testing.T) {
 			}
 			defer s.Close()
 			flushAndCompact(t, s)
-			if s.BackgroundBytesWritten() == 0 {
+			if s.Pacing().BytesWritten == 0 {
 				t.Error("no flush or compaction output counted")
 			}
-			checkWaitedOnlyIfActive(t, active, s.WriteThrottled(), "waited for the write rate")
+			checkWaitedOnlyIfActive(t, active, s.Pacing().Throttled, "waited for the write rate")
 		})
 	}
 }

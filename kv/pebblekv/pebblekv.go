@@ -199,10 +199,14 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 	}
 	var pace *pacer
 	if opts.Foreground != nil {
-		pace = &pacer{foreground: opts.Foreground, writeRate: max(0, opts.BackgroundWriteRate)}
-		if opts.BackgroundWriteRate == 0 {
-			pace.writeRate = DefaultBackgroundWriteRate
+		rate := opts.BackgroundWriteRate
+		switch {
+		case rate == 0:
+			rate = DefaultBackgroundWriteRate
+		case rate < 0:
+			rate = 0 // unlimited
 		}
+		pace = &pacer{foreground: opts.Foreground, writeRate: rate}
 		po.FS = pacedFS{FS: po.FS, p: pace}
 	}
 	jobs := &jobCounter{}
@@ -397,32 +401,34 @@ func (s *Store) Metrics() string {
 // beside such a compaction while users are active.
 func (s *Store) Compacting() bool { return s.pace != nil && s.pace.writing.Load() > 0 }
 
-// LoweredFiles reports how many flush and compaction output files have been
-// written at background CPU priority (see Options.Foreground).
-func (s *Store) LoweredFiles() int64 {
-	if s.pace == nil {
-		return 0
-	}
-	return s.pace.lowered.Load()
+// PacingStats count, since the store opened, how flushes and compactions
+// yielded to the foreground (see Options.Foreground and
+// BackgroundWriteRate); all zero without Foreground.
+type PacingStats struct {
+	// Rested is how long compactions rested to leave the CPU to user
+	// requests (only where background priority is unavailable).
+	Rested time.Duration
+	// Throttled is how long compactions waited for the background write rate.
+	Throttled time.Duration
+	// LoweredFiles is how many output files were written at background CPU
+	// priority.
+	LoweredFiles int64
+	// BytesWritten is how many bytes flushes and compactions wrote to their
+	// output files.
+	BytesWritten int64
 }
 
-// WriteThrottled reports how long compactions have waited for the background
-// write rate so far (see Options.BackgroundWriteRate).
-func (s *Store) WriteThrottled() time.Duration {
+// Pacing returns the store's pacing counters, for tests and diagnostics.
+func (s *Store) Pacing() PacingStats {
 	if s.pace == nil {
-		return 0
+		return PacingStats{}
 	}
-	return time.Duration(s.pace.throttled.Load())
-}
-
-// BackgroundBytesWritten reports how many bytes flushes and compactions have
-// written to their output files, for diagnostics; 0 without
-// Options.Foreground.
-func (s *Store) BackgroundBytesWritten() int64 {
-	if s.pace == nil {
-		return 0
+	return PacingStats{
+		Rested:       time.Duration(s.pace.rested.Load()),
+		Throttled:    time.Duration(s.pace.throttled.Load()),
+		LoweredFiles: s.pace.lowered.Load(),
+		BytesWritten: s.pace.written.Load(),
 	}
-	return s.pace.written.Load()
 }
 
 // BackgroundJobsRunning reports how many flushes and compactions are running
@@ -446,13 +452,4 @@ func (j *jobCounter) listener() *pebble.EventListener {
 		FlushBegin:      func(pebble.FlushInfo) { begin() },
 		FlushEnd:        func(pebble.FlushInfo) { end() },
 	}
-}
-
-// CompactionRest reports how long compactions have rested so far to leave the
-// CPU to user requests (see Options.Foreground).
-func (s *Store) CompactionRest() time.Duration {
-	if s.pace == nil {
-		return 0
-	}
-	return time.Duration(s.pace.rested.Load())
 }
