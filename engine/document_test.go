@@ -67,7 +67,6 @@ func TestDocumentValidation(t *testing.T) {
 		`{"pk":"p"}`:                     lethe.CodeBadRequest,
 		`{"id":5,"pk":"p"}`:              lethe.CodeBadRequest,
 		`{"id":"","pk":"p"}`:             lethe.CodeBadRequest,
-		`{"id":"a/b","pk":"p"}`:          lethe.CodeBadRequest,
 		`{"id":"a","pk":"other"}`:        lethe.CodeBadRequest, // header says "p"
 		`{"id":"a","pk":"p","ttl":0}`:    lethe.CodeBadRequest,
 		`{"id":"a","pk":"p","ttl":null}`: lethe.CodeBadRequest,

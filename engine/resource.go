@@ -53,7 +53,12 @@ func validateResourceName(kind string, v jsonv.Value, present bool) (string, err
 	return s, nil
 }
 
-// validateDocumentID applies Cosmos DB's rules to a document id.
+// validateDocumentID applies Cosmos DB's rules to a document id: a non-empty
+// string of at most 1023 bytes. Any character is allowed, '/', '\', '#', '?',
+// '%', control characters and trailing spaces included, as Cosmos DB's compute
+// gateway allows them: requests carry the id percent-encoded in one path
+// segment, which the gateway decodes on its own (its older routing gateway
+// refused some of these).
 func validateDocumentID(v jsonv.Value, present bool) (string, error) {
 	if !present {
 		return "", lethe.Errorf(lethe.CodeBadRequest, "The input content is invalid because the required properties - 'id; ' - are missing")
@@ -67,9 +72,6 @@ func validateDocumentID(v jsonv.Value, present bool) (string, error) {
 	}
 	if len(s) > maxIDBytes {
 		return "", lethe.Errorf(lethe.CodeBadRequest, "The input name is invalid: the id is %d bytes long; the limit is %d.", len(s), maxIDBytes)
-	}
-	if strings.ContainsAny(s, `/\#`) {
-		return "", lethe.Errorf(lethe.CodeBadRequest, "The input name '%s' is invalid. Ensure to provide a unique non-empty string less than '%d' characters, not containing '/', '\\' or '#'.", truncate(s, 100), maxIDBytes+1)
 	}
 	return s, nil
 }

@@ -15,15 +15,19 @@ type location struct {
 	Endpoint string `json:"databaseAccountEndpoint"`
 }
 
-// getAccount answers GET /, which both SDKs call first. It advertises this very
-// endpoint (scheme and Host of the request) as the only region, so the SDKs keep
-// talking to the address they were given.
+// getAccount answers GET /, which both SDKs call first. It advertises one
+// region, at Options.AdvertiseEndpoint or else at this very endpoint (scheme
+// and Host of the request), so the SDKs keep talking to the address they were
+// given.
 func (s *Server) getAccount(w http.ResponseWriter, rq *request) {
-	scheme := "http"
-	if rq.r.TLS != nil {
-		scheme = "https"
+	endpoint := s.opts.AdvertiseEndpoint
+	if endpoint == "" {
+		scheme := "http"
+		if rq.r.TLS != nil {
+			scheme = "https"
+		}
+		endpoint = scheme + "://" + rq.r.Host + "/"
 	}
-	endpoint := scheme + "://" + rq.r.Host + "/"
 	loc := []location{{Name: "South Central US", Endpoint: endpoint}}
 	body := struct {
 		ID                    string            `json:"id"`

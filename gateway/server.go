@@ -41,6 +41,13 @@ type Options struct {
 	// runs the purge: /_lethe/clock and /_lethe/purge (see admin.go). When nil
 	// those paths answer 404.
 	ManualClock *clock.Manual
+	// AdvertiseEndpoint is the URL that GET / advertises to SDKs as the
+	// account's only region, where they send every later request (the Cosmos
+	// account's regional endpoint). Empty means the scheme and Host of each
+	// request, so that clients keep using the address they were given; set it
+	// when clients must be sent elsewhere (the Cosmos emulator advertises
+	// https://127.0.0.1:8081/ whatever name it was reached by). It ends in '/'.
+	AdvertiseEndpoint string
 	// Version is reported in the x-ms-gateway-version header.
 	Version string
 	// Metrics, when set, records every request and is served at GET /metrics

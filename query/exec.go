@@ -94,7 +94,9 @@ type Page struct {
 	Last Cursor
 	// Emitted counts the rows returned by this page and every earlier one.
 	Emitted int
-	// More reports whether a later page may hold rows.
+	// More reports whether a later page may hold rows: true when a later row
+	// was seen, and for streaming queries (no ORDER BY, aggregate, GROUP BY
+	// or DISTINCT) whenever the page is full, unless LIMIT or TOP is reached.
 	More bool
 	// Examined counts the documents read from the source, for request charges.
 	Examined int
@@ -203,6 +205,14 @@ func (q *Query) Execute(src Source, opts ExecOptions) (*Page, error) {
 		}
 	}
 	page.Emitted += len(rows)
+	// A full page of a streaming query promises more even when nothing
+	// follows, as Cosmos DB does (its document scan never looks ahead): the
+	// next page is then empty and final, and clients count the same pages as
+	// against Cosmos DB. Its ORDER BY, aggregate and DISTINCT queries do know
+	// their end, and so do these.
+	if kind == cursorStream && len(rows) == want {
+		more = true
+	}
 	page.More = more && (limit < 0 || page.Emitted < limit)
 	return page, nil
 }

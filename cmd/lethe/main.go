@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -127,6 +128,7 @@ type config struct {
 	cpuProfile  string
 	clock       string
 	metrics     bool
+	advertise   string
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*config, error) {
@@ -148,6 +150,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.logFormat, "log-format", env("LETHE_LOG_FORMAT", "text"), "text or json (LETHE_LOG_FORMAT)")
 	fs.StringVar(&c.clock, "clock", env("LETHE_CLOCK", clockWall), "server clock: wall, or manual to move it only through the admin API /_lethe/clock, for tests of TTL without sleeping (LETHE_CLOCK)")
 	fs.BoolVar(&c.metrics, "metrics", envBoolDefault("LETHE_METRICS", true), "serve Prometheus metrics at GET /metrics, without authentication (LETHE_METRICS)")
+	fs.StringVar(&c.advertise, "advertise-endpoint", env("LETHE_ADVERTISE_ENDPOINT", ""), "the URL the account advertises to SDKs, which send every later request there; default: the scheme and host each request was sent to (LETHE_ADVERTISE_ENDPOINT)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (for performance work)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -182,6 +185,14 @@ func (c *config) validate() error {
 	}
 	if c.clock != clockWall && c.clock != clockManual {
 		errs = append(errs, fmt.Errorf("--clock %q is not wall or manual", c.clock))
+	}
+	if c.advertise != "" {
+		u, err := url.Parse(c.advertise)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || strings.Trim(u.Path, "/") != "" {
+			errs = append(errs, fmt.Errorf("--advertise-endpoint %q is not an http or https URL of a host (like https://db.example.com:8081/)", c.advertise))
+		} else {
+			c.advertise = u.Scheme + "://" + u.Host + "/"
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -263,7 +274,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 
 	key, _ := base64.StdEncoding.DecodeString(c.key)
 	srv := gateway.New(gateway.Options{Engine: eng, Key: key, Consistency: c.consistency, Logger: log, Version: versionString(),
-		ManualClock: manual, Metrics: newMetrics(c, eng, store, log)})
+		ManualClock: manual, AdvertiseEndpoint: c.advertise, Metrics: newMetrics(c, eng, store, log)})
 
 	var cert *tls.Certificate
 	switch {
@@ -300,10 +311,10 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if cert != nil {
 		scheme = "https"
 	}
-	url := scheme + "://" + ln.Addr().String() + "/"
-	log.Info("lethe started", "version", versionString(), "endpoint", url, "data_dir", dataDirLabel(c), "clock", c.clock, "startup", time.Since(started).Round(time.Millisecond))
+	endpoint := scheme + "://" + ln.Addr().String() + "/"
+	log.Info("lethe started", "version", versionString(), "endpoint", endpoint, "data_dir", dataDirLabel(c), "clock", c.clock, "startup", time.Since(started).Round(time.Millisecond))
 	// A line on stdout that scripts and tests wait for.
-	fmt.Fprintln(stdout, "lethe: listening on", url)
+	fmt.Fprintln(stdout, "lethe: listening on", endpoint)
 
 	errc := make(chan error, 1)
 	go func() {
