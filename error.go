@@ -40,6 +40,10 @@ type Error struct {
 	// RetryAfter tells a throttled client (TooManyRequests) how long to wait
 	// before retrying; zero for other errors.
 	RetryAfter time.Duration
+	// AdditionalInfo is a JSON document that Cosmos DB attaches to some
+	// errors, sent as the error body's additionalErrorInfo: the query plan of
+	// a cross-partition query its gateway cannot serve, say. Empty for most.
+	AdditionalInfo string
 }
 
 // Error implements the error interface.

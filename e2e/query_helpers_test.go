@@ -383,3 +383,9 @@ func qparams(kv ...any) []azcosmos.QueryParameter {
 
 // round is Cosmos DB's ROUND: half away from zero.
 func round(x float64) float64 { return math.Round(x) }
+
+// allQueries is the server flag these tests run with: they check how the
+// server evaluates every query shape, ORDER BY and aggregates across
+// partitions included, which Cosmos DB's gateway (and Lethe by default)
+// leaves to SDKs that run query plans.
+var allQueries = []string{"--serve-all-cross-partition-queries"}

@@ -31,7 +31,7 @@ import (
 //     the background) keeps every query exact immediately and throughout.
 func TestQueryIndexes(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, serverOpts{InMemory: true})
+	s := startServer(t, serverOpts{InMemory: true, Args: allQueries})
 	c := s.client(t)
 	db := mustDatabase(t, c, "qi")
 	nameOnly := &azcosmos.IndexingPolicy{
@@ -154,7 +154,7 @@ func TestQueryIndexes(t *testing.T) {
 	// physically deleted.
 	t.Run("policy replaced with the purger disabled", func(t *testing.T) {
 		t.Parallel()
-		s := startServer(t, serverOpts{InMemory: true, Args: []string{"--disable-purger"}})
+		s := startServer(t, serverOpts{InMemory: true, Args: append(allQueries, "--disable-purger")})
 		db := mustDatabase(t, s.client(t), "qi")
 		testQueryIndexPolicyReplace(t, db, nameOnly)
 	})

@@ -27,7 +27,7 @@ func TestQueryPaging(t *testing.T) {
 func testQueryPagingRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s := startServer(t, serverOpts{DataDir: dir})
+	s := startServer(t, serverOpts{DataDir: dir, Args: allQueries})
 	c := s.client(t)
 	db := mustDatabase(t, c, "qr")
 	cc := mustContainer(t, db, pkContainer("c", nil))
@@ -66,7 +66,7 @@ func testQueryPagingRestart(t *testing.T) {
 	}
 	s.stop(t)
 
-	s2 := startServer(t, serverOpts{DataDir: dir})
+	s2 := startServer(t, serverOpts{DataDir: dir, Args: allQueries})
 	c2 := s2.client(t)
 	db2, _ := c2.NewDatabase("qr")
 	cc2, _ := db2.NewContainer("c")
@@ -97,7 +97,7 @@ func testQueryPagingRestart(t *testing.T) {
 //     that sorts before it is not; nothing pre-existing is missed or repeated.
 func testQueryPagingWrites(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, serverOpts{InMemory: true})
+	s := startServer(t, serverOpts{InMemory: true, Args: allQueries})
 	c := s.client(t)
 	db := mustDatabase(t, c, "qw")
 	all := azcosmos.NewPartitionKey()
@@ -214,7 +214,7 @@ func testQueryPagingWrites(t *testing.T) {
 
 func testQueryPageSizes(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, serverOpts{InMemory: true})
+	s := startServer(t, serverOpts{InMemory: true, Args: allQueries})
 	c := s.client(t)
 	db := mustDatabase(t, c, "qs")
 	cc := mustContainer(t, db, pkContainer("c", nil))

@@ -33,7 +33,7 @@ import (
 // and hierarchical partition key prefixes.
 func TestQuery(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, serverOpts{InMemory: true})
+	s := startServer(t, serverOpts{InMemory: true, Args: allQueries})
 	c := s.client(t)
 	db := mustDatabase(t, c, "q")
 	multi := mustContainer(t, db, pkContainer("multi", nil))

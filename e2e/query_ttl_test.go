@@ -21,7 +21,7 @@ import (
 // 1 s; the test sleeps about 2 s.
 func TestQueryTTL(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, serverOpts{InMemory: true, Args: []string{"--disable-purger"}})
+	s := startServer(t, serverOpts{InMemory: true, Args: append(allQueries, "--disable-purger")})
 	c := s.client(t)
 	db := mustDatabase(t, c, "qttl")
 	t.Run("expired documents are never returned", func(t *testing.T) { t.Parallel(); testQueryTTLExpiry(t, db) })

@@ -54,6 +54,13 @@ type Options struct {
 	// (pebblekv.Store.Compacting). While users are active the purger waits for
 	// it to finish rather than take the other core too.
 	StoreBusy func() bool
+	// ServeAllCrossPartitionQueries evaluates on the server the cross-partition
+	// queries that Cosmos DB's gateway refuses (ORDER BY, GROUP BY, aggregates,
+	// DISTINCT, TOP, OFFSET LIMIT without a partition key or range): clients
+	// without a query pipeline (the Go SDK, REST) can then run them. Off, such
+	// a query is a 400 carrying the query plan, as in Cosmos DB, and SDKs with
+	// a pipeline (JavaScript, .NET, Java) run the plan one range at a time.
+	ServeAllCrossPartitionQueries bool
 }
 
 // EnsureDefaults fills in the defaults of unset fields.

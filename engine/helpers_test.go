@@ -54,7 +54,7 @@ func newTestEngine(t *testing.T) *testEngine {
 		t.Fatal(err)
 	}
 	clock := newFakeClock()
-	e, err := Open(context.Background(), Options{Store: store, Now: clock.Now, DisableBackground: true})
+	e, err := Open(context.Background(), Options{Store: store, Now: clock.Now, DisableBackground: true, ServeAllCrossPartitionQueries: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +96,17 @@ func openTestEngine(t *testing.T, store kv.Store, opts Options) *testEngine {
 }
 
 // reopen closes the engine (not the store) and opens a new one over the same store.
-func (te *testEngine) reopen() {
+func (te *testEngine) reopen() { te.reopenWith(nil) }
+
+// reopenWith is reopen with options changed by edit.
+func (te *testEngine) reopenWith(edit func(*Options)) {
 	te.t.Helper()
 	te.Engine.Close()
-	e, err := Open(context.Background(), Options{Store: te.store, Now: te.clock.Now, DisableBackground: true})
+	o := Options{Store: te.store, Now: te.clock.Now, DisableBackground: true, ServeAllCrossPartitionQueries: true}
+	if edit != nil {
+		edit(&o)
+	}
+	e, err := Open(context.Background(), o)
 	if err != nil {
 		te.t.Fatal(err)
 	}

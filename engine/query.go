@@ -31,6 +31,10 @@ type QueryOptions struct {
 	Continuation string
 	// IndexMetrics asks for the x-ms-cosmos-index-utilization report.
 	IndexMetrics bool
+	// RangeID restricts the query to one partition key range (the
+	// x-ms-documentdb-partitionkeyrangeid header of SDKs that run query
+	// plans); "" means every range.
+	RangeID string
 }
 
 // QueryPage is one page of query results.
@@ -139,6 +143,9 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 		s, err := e.scope(r, dbID, collID, now)
 		if err != nil {
 			return err
+		}
+		if !e.opts.ServeAllCrossPartitionQueries && s.needsPlan(q, opts) {
+			return crossPartitionRefused(q)
 		}
 		tok, err := decodeQueryToken(opts.Continuation, s.c.RID, qh)
 		if err != nil {
@@ -385,11 +392,4 @@ func (e *Engine) QueryResources(ctx context.Context, items [][]byte, opts QueryO
 		out.Continuation = encodeQueryToken(queryToken{Query: qh, Cursor: page.Last, Emitted: page.Emitted})
 	}
 	return out, nil
-}
-
-// CheckQuery parses a query without running it, for query-plan requests.
-// Returns BadRequest with the position of the first problem.
-func CheckQuery(text string) error {
-	_, err := parseStatement(text)
-	return err
 }

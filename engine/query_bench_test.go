@@ -25,7 +25,7 @@ func queryBenchEngine(b *testing.B) (*Engine, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := Open(context.Background(), Options{Store: store, DisableBackground: true})
+	e, err := Open(context.Background(), Options{Store: store, DisableBackground: true, ServeAllCrossPartitionQueries: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -62,8 +62,12 @@ func (s *Server) writeError(w http.ResponseWriter, rq *request, err error) {
 		h.Set("x-ms-retry-after-ms", strconv.FormatInt(max(1, e.RetryAfter.Milliseconds()), 10))
 	}
 	body := struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	}{code, lethe.ErrorMessage(err)}
+		Code           string `json:"code"`
+		Message        string `json:"message"`
+		AdditionalInfo string `json:"additionalErrorInfo,omitempty"`
+	}{Code: code, Message: lethe.ErrorMessage(err)}
+	if e, ok := err.(*lethe.Error); ok {
+		body.AdditionalInfo = e.AdditionalInfo
+	}
 	rq.writeJSON(w, status, body)
 }

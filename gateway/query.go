@@ -63,12 +63,6 @@ func (rq *request) queryOptions() (engine.QueryOptions, error) {
 	return opts, nil
 }
 
-// queryPlan is the plan answered to the JavaScript SDK's plan requests. Lethe
-// evaluates every query completely on the server (ORDER BY, aggregates,
-// GROUP BY, DISTINCT, OFFSET/LIMIT across all partitions), so the plan tells
-// the SDK there is nothing to do on its side: one range, no rewriting.
-const queryPlan = `{"partitionedQueryExecutionInfoVersion":2,"queryInfo":{"distinctType":"None","top":null,"offset":null,"limit":null,"orderBy":[],"orderByExpressions":[],"groupByExpressions":[],"groupByAliases":[],"aggregates":[],"groupByAliasToAggregateType":{},"rewrittenQuery":"","hasSelectValue":false,"hasNonStreamingOrderBy":false,"dCountInfo":null},"queryRanges":[{"min":"","max":"FF","isMinInclusive":true,"isMaxInclusive":false}]}`
-
 // queryDocuments serves POST .../docs with Content-Type application/query+json:
 // either a query-plan request or one page of the query.
 func (s *Server) queryDocuments(w http.ResponseWriter, rq *request) {
@@ -78,19 +72,21 @@ func (s *Server) queryDocuments(w http.ResponseWriter, rq *request) {
 		return
 	}
 	if rq.flag("x-ms-cosmos-is-query-plan-request") {
-		if err := engine.CheckQuery(opts.Text); err != nil {
+		plan, err := s.opts.Engine.QueryPlan(rq.r.Context(), rq.segs[1], rq.segs[3], opts)
+		if err != nil {
 			s.writeError(w, rq, err)
 			return
 		}
 		rq.charge = ru.Metadata
-		rq.writeRaw(w, http.StatusOK, []byte(queryPlan))
+		rq.writeRaw(w, http.StatusOK, plan)
 		return
 	}
 	if opts.PK, err = rq.partitionKey(); err != nil {
 		s.writeError(w, rq, err)
 		return
 	}
-	if opts.PK == nil && !rq.flag("x-ms-documentdb-query-enablecrosspartition") && rq.header("x-ms-documentdb-partitionkeyrangeid") == "" {
+	opts.RangeID = rq.header("x-ms-documentdb-partitionkeyrangeid")
+	if opts.PK == nil && !rq.flag("x-ms-documentdb-query-enablecrosspartition") && opts.RangeID == "" {
 		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception."))
 		return
 	}

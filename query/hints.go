@@ -1,6 +1,7 @@
 package query
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/lethe-db/lethe/jsonv"
@@ -327,4 +328,29 @@ func (a *hintAnalyzer) hint(x Expr) (Hint, bool) {
 		}
 	}
 	return Hint{}, false
+}
+
+// NeedsQueryPlan reports whether the rows this query gives over several
+// partitions must be combined by more than concatenation: it has ORDER BY,
+// GROUP BY, an aggregate, DISTINCT, TOP or OFFSET LIMIT. Cosmos DB's gateway
+// refuses such a query across partitions and hands the client a query plan
+// to run it itself, one partition key range at a time.
+func (q *Query) NeedsQueryPlan() bool {
+	s := q.stmt
+	return s.plan != planStream || s.Top != nil || s.Limit != nil
+}
+
+// PinnedPath returns the single value a top-level conjunct of WHERE requires
+// at the document path (path = v, or path IN (v)), with parameters resolved
+// from params; ok is false if no conjunct pins the path to one value.
+func (h Hints) PinnedPath(path []string) (v jsonv.Value, ok bool) {
+	for _, w := range h.Where {
+		if !slices.Equal(w.Path, path) {
+			continue
+		}
+		if (w.Kind == HintEq || w.Kind == HintIn) && len(w.Values) == 1 {
+			return w.Values[0], true
+		}
+	}
+	return nil, false
 }

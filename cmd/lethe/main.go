@@ -129,6 +129,7 @@ type config struct {
 	clock       string
 	metrics     bool
 	advertise   string
+	allQueries  bool
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*config, error) {
@@ -151,6 +152,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.clock, "clock", env("LETHE_CLOCK", clockWall), "server clock: wall, or manual to move it only through the admin API /_lethe/clock, for tests of TTL without sleeping (LETHE_CLOCK)")
 	fs.BoolVar(&c.metrics, "metrics", envBoolDefault("LETHE_METRICS", true), "serve Prometheus metrics at GET /metrics, without authentication (LETHE_METRICS)")
 	fs.StringVar(&c.advertise, "advertise-endpoint", env("LETHE_ADVERTISE_ENDPOINT", ""), "the URL the account advertises to SDKs, which send every later request there; default: the scheme and host each request was sent to (LETHE_ADVERTISE_ENDPOINT)")
+	fs.BoolVar(&c.allQueries, "serve-all-cross-partition-queries", envBool("LETHE_SERVE_ALL_CROSS_PARTITION_QUERIES"), "evaluate on the server the cross-partition queries Cosmos DB's gateway refuses (ORDER BY, GROUP BY, aggregates, DISTINCT, TOP, OFFSET LIMIT), for clients without a query pipeline such as the Go SDK (LETHE_SERVE_ALL_CROSS_PARTITION_QUERIES)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (for performance work)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -263,7 +265,8 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		}
 	}()
 	now, manual := serverClock(c.clock)
-	eng, err := engine.Open(ctx, engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, Activity: users, StoreBusy: store.Compacting})
+	eng, err := engine.Open(ctx, engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, Activity: users, StoreBusy: store.Compacting,
+		ServeAllCrossPartitionQueries: c.allQueries})
 	if err != nil {
 		return err
 	}
