@@ -25,12 +25,27 @@ type benchConfig struct {
 	addr         string // for --serve-ceiling
 }
 
-func parseBenchFlags(args []string, stderr io.Writer) (*benchConfig, error) {
+// parseBenchFlags parses bench's flags. On -h or --help it prints the usage to
+// help and returns flag.ErrHelp; a command line that cannot be run is a
+// *usageError.
+func parseBenchFlags(args []string, help io.Writer) (*benchConfig, error) {
+	c, err := parseBenchArgs(args, help)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return nil, &usageError{cmd: "lethe bench", err: err}
+	}
+	return c, err
+}
+
+func parseBenchArgs(args []string, help io.Writer) (*benchConfig, error) {
 	c := &benchConfig{}
 	o := &c.opts
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
+	// The flag package would print each error and the whole usage itself;
+	// runMain reports the error once, with a pointer to -h.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	printUsage := func() {
+		fs.SetOutput(help)
 		fmt.Fprintf(fs.Output(), `Usage: lethe bench [flags]
 
 Drives a Cosmos DB endpoint with the official Go SDK and reports ops/s,
@@ -72,6 +87,9 @@ Flags:
 	fs.BoolVar(&c.serveCeiling, "serve-ceiling", false, "serve the canned-response ceiling (used by --ceiling) until interrupted, instead of benchmarking")
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:0", "listen address of --serve-ceiling")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage()
+		}
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -108,7 +126,7 @@ Flags:
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	c, err := parseBenchFlags(args, stderr)
+	c, err := parseBenchFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}

@@ -4,6 +4,11 @@
 //	lethe serve [flags]   run the server
 //	lethe bench [flags]   drive a server with the official Go SDK and report its speed
 //	lethe version         print the version
+//	lethe help [command]  print the usage, or a command's flags
+//
+// Help (-h, --help, help) goes to stdout and exits 0; a command line that
+// cannot be run is reported once on stderr and exits 2; a run that fails
+// exits 1.
 //
 // Every serve flag can also be set with an environment variable: --data-dir is
 // LETHE_DATA_DIR, and so on. Flags win over the environment.
@@ -44,31 +49,90 @@ const EmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8m
 var version = ""
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "lethe:", err)
-		os.Exit(1)
-	}
+	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// Exit codes, as Go's own tools use them.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and failed
+	exitUsage   = 2 // the command line cannot be run as given
+)
+
+// runMain runs the command line args and returns the process's exit code,
+// having reported any error on stderr exactly once.
+func runMain(args []string, stdout, stderr io.Writer) int {
+	err := run(args, stdout, stderr)
+	if err == nil {
+		return exitOK
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		if ue.err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", ue.cmd, ue.err)
+		}
+		if ue.help != nil {
+			ue.help(stderr)
+		} else {
+			fmt.Fprintf(stderr, "Run '%s -h' for usage.\n", ue.cmd)
+		}
+		return exitUsage
+	}
+	fmt.Fprintln(stderr, "lethe:", err)
+	return exitFailure
+}
+
+// usageError is a command line that cannot be run as given: no command, an
+// unknown command or flag, a flag value that is not accepted. It exits 2 with
+// a pointer to the usage, where a failure of the run itself exits 1, so that
+// scripts can tell a typo from a server that could not start.
+type usageError struct {
+	// cmd is the command at fault, "lethe" or "lethe serve", which prefixes
+	// the message and names the -h to run.
+	cmd string
+	// err says what is wrong; nil to show the usage alone.
+	err error
+	// help prints the usage instead of the one-line pointer to -h; nil for
+	// the pointer.
+	help func(io.Writer)
+}
+
+func (e *usageError) Error() string {
+	if e.err == nil {
+		return e.cmd + ": usage"
+	}
+	return e.cmd + ": " + e.err.Error()
+}
+
+func (e *usageError) Unwrap() error { return e.err }
+
+// run runs one command line (without the program name).
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		usage(stderr)
-		return errors.New("no command given")
+		return &usageError{cmd: "lethe", help: usage}
 	}
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
-	case "version", "--version", "-v":
+	case "version", "--version", "-version", "-v":
+		if len(args) > 1 {
+			return &usageError{cmd: "lethe", err: fmt.Errorf("%s takes no arguments", args[0])}
+		}
 		fmt.Fprintln(stdout, "lethe", versionString())
 		return nil
-	case "help", "-h", "--help":
-		usage(stdout)
-		return nil
+	case "help", "-h", "--help", "-help":
+		switch {
+		case len(args) == 1:
+			usage(stdout)
+			return nil
+		case len(args) == 2 && (args[1] == "serve" || args[1] == "bench"):
+			return run([]string{args[1], "-h"}, stdout, stderr)
+		}
+		return &usageError{cmd: "lethe", err: fmt.Errorf("no help on %q", strings.Join(args[1:], " ")), help: usage}
 	}
-	usage(stderr)
-	return fmt.Errorf("unknown command %q", args[0])
+	return &usageError{cmd: "lethe", err: fmt.Errorf("unknown command %q", args[0]), help: usage}
 }
 
 func usage(w io.Writer) {
@@ -79,6 +143,7 @@ Usage:
   lethe bench [flags]   measure a server's throughput and latency with the official
                         Go SDK, against this machine's ceiling (lethe bench -h)
   lethe version         print the version
+  lethe help [command]  print this text, or a command's flags
 `)
 }
 
@@ -132,11 +197,17 @@ type config struct {
 	allQueries  bool
 }
 
-func parseServeFlags(args []string, stderr io.Writer) (*config, error) {
+// parseServeFlags parses serve's flags over the LETHE_* environment. On -h or
+// --help it prints the usage to help and returns flag.ErrHelp; a command line
+// that cannot be run is a *usageError.
+func parseServeFlags(args []string, help io.Writer) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&c.addr, "addr", env("LETHE_ADDR", "127.0.0.1:8081"), "listen address (LETHE_ADDR)")
+	// The flag package would print each error and the whole usage itself;
+	// runMain reports the error once, with a pointer to -h.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.StringVar(&c.addr, "addr", env("LETHE_ADDR", "127.0.0.1:8081"), "listen address; :0 picks a free port (LETHE_ADDR)")
 	fs.StringVar(&c.dataDir, "data-dir", env("LETHE_DATA_DIR", "./lethe-data"), "data directory (LETHE_DATA_DIR)")
 	fs.StringVar(&c.key, "key", env("LETHE_KEY", EmulatorKey), "base64 master key; the default is the Cosmos emulator's well-known key (LETHE_KEY)")
 	fs.BoolVar(&c.tls, "tls", envBool("LETHE_TLS"), "serve https with a self-signed certificate kept in the data dir (LETHE_TLS)")
@@ -153,14 +224,45 @@ func parseServeFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.metrics, "metrics", envBoolDefault("LETHE_METRICS", true), "serve Prometheus metrics at GET /metrics, without authentication (LETHE_METRICS)")
 	fs.StringVar(&c.advertise, "advertise-endpoint", env("LETHE_ADVERTISE_ENDPOINT", ""), "the URL the account advertises to SDKs, which send every later request there; default: the scheme and host each request was sent to (LETHE_ADVERTISE_ENDPOINT)")
 	fs.BoolVar(&c.allQueries, "serve-all-cross-partition-queries", envBool("LETHE_SERVE_ALL_CROSS_PARTITION_QUERIES"), "evaluate on the server the cross-partition queries Cosmos DB's gateway refuses (ORDER BY, GROUP BY, aggregates, DISTINCT, TOP, OFFSET LIMIT), for clients without a query pipeline such as the Go SDK (LETHE_SERVE_ALL_CROSS_PARTITION_QUERIES)")
-	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (for performance work)")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", env("LETHE_CPUPROFILE", ""), "write a CPU profile of the whole run to this file, for performance work (LETHE_CPUPROFILE)")
+	// The usage names the key's default in words: it never prints a key,
+	// which would be one set in LETHE_KEY.
+	fs.Lookup("key").DefValue = ""
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(help)
+			serveUsage(fs)
+			return nil, err
+		}
+		return nil, &usageError{cmd: "lethe serve", err: err}
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return nil, &usageError{cmd: "lethe serve", err: fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))}
 	}
-	return c, c.validate()
+	if err := c.validate(); err != nil {
+		return nil, &usageError{cmd: "lethe serve", err: err}
+	}
+	return c, nil
+}
+
+// serveUsage prints serve's usage text and flags to fs's output.
+func serveUsage(fs *flag.FlagSet) {
+	fmt.Fprint(fs.Output(), `Usage: lethe serve [flags]
+
+Runs the server: the Azure Cosmos DB (NoSQL) REST API over an embedded store,
+with exact time to live, in the foreground until SIGINT or SIGTERM. It prints
+"lethe: listening on URL" on stdout once it accepts connections, and logs on
+stderr. Every flag can also be set with the environment variable named in
+parentheses; a flag wins over the environment.
+
+Examples:
+  lethe serve
+  lethe serve --in-memory --addr 127.0.0.1:0
+  lethe serve --in-memory --clock manual
+
+Flags:
+`)
+	fs.PrintDefaults()
 }
 
 // validate reports every problem with the configuration at once.
@@ -225,7 +327,10 @@ func newLogger(c *config, w io.Writer) *slog.Logger {
 }
 
 func serve(args []string, stdout, stderr io.Writer) error {
-	c, err := parseServeFlags(args, stderr)
+	c, err := parseServeFlags(args, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}

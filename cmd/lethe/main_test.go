@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// runCLI runs one command line as main does and returns its exit code and output.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = runMain(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// TestHelp: every way of asking for help prints the usage on stdout, nothing
+// on stderr, and exits 0.
+func TestHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // the usage's first line
+	}{
+		{[]string{"help"}, "Lethe: a Cosmos DB-compatible document server"},
+		{[]string{"-h"}, "Lethe: a Cosmos DB-compatible document server"},
+		{[]string{"--help"}, "Lethe: a Cosmos DB-compatible document server"},
+		{[]string{"serve", "-h"}, "Usage: lethe serve [flags]"},
+		{[]string{"serve", "--help"}, "Usage: lethe serve [flags]"},
+		{[]string{"serve", "--in-memory", "-help"}, "Usage: lethe serve [flags]"},
+		{[]string{"help", "serve"}, "Usage: lethe serve [flags]"},
+		{[]string{"bench", "-h"}, "Usage: lethe bench [flags]"},
+		{[]string{"bench", "--help"}, "Usage: lethe bench [flags]"},
+		{[]string{"help", "bench"}, "Usage: lethe bench [flags]"},
+	} {
+		code, stdout, stderr := runCLI(t, tc.args...)
+		if code != 0 || stderr != "" {
+			t.Errorf("lethe %s: exit %d, stderr %q; want exit 0 and nothing on stderr", strings.Join(tc.args, " "), code, stderr)
+		}
+		if first, _, _ := strings.Cut(stdout, "\n"); !strings.HasPrefix(first, tc.want) {
+			t.Errorf("lethe %s: stdout starts %q, want %q", strings.Join(tc.args, " "), first, tc.want)
+		}
+	}
+}
+
+// TestServeUsageNamesEveryEnvVar: serve's usage lists every flag, each with
+// its environment variable (LETHE_ and the flag's name in capitals), and never
+// prints the master key, even one set in the environment.
+func TestServeUsageNamesEveryEnvVar(t *testing.T) {
+	t.Setenv("LETHE_KEY", "c2VjcmV0")
+	_, stdout, _ := runCLI(t, "serve", "-h")
+	flags := 0
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	for sc.Scan() {
+		name, ok := strings.CutPrefix(sc.Text(), "  -")
+		if !ok {
+			continue
+		}
+		name, _, _ = strings.Cut(name, " ")
+		flags++
+		if !sc.Scan() {
+			t.Fatalf("flag -%s has no description", name)
+		}
+		env := "(LETHE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + ")"
+		if !strings.Contains(sc.Text(), env) {
+			t.Errorf("flag -%s: description %q does not name %s", name, sc.Text(), env)
+		}
+	}
+	if flags < 14 || !strings.Contains(stdout, "  -cpuprofile string") {
+		t.Errorf("usage lists %d flags (want at least 14, -cpuprofile among them):\n%s", flags, stdout)
+	}
+	if strings.Contains(stdout, "c2VjcmV0") || strings.Contains(stdout, EmulatorKey) {
+		t.Errorf("usage prints a key:\n%s", stdout)
+	}
+}
+
+// TestMisuse: a command line that cannot be run exits 2, prints nothing on
+// stdout, and reports the problem once on stderr, with the usage or a pointer
+// to it.
+func TestMisuse(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string // on stderr, each exactly once
+	}{
+		{nil, []string{"Usage:\n  lethe serve"}},
+		{[]string{"bogus"}, []string{`lethe: unknown command "bogus"`, "Usage:\n  lethe serve"}},
+		{[]string{"help", "bogus"}, []string{`lethe: no help on "bogus"`, "Usage:\n  lethe serve"}},
+		{[]string{"version", "now"}, []string{"lethe: version takes no arguments", "Run 'lethe -h' for usage."}},
+		{[]string{"serve", "--bogus"}, []string{"lethe serve: flag provided but not defined: -bogus", "Run 'lethe serve -h' for usage."}},
+		{[]string{"serve", "--metrics=maybe"}, []string{`lethe serve: invalid boolean value "maybe" for -metrics`, "Run 'lethe serve -h' for usage."}},
+		{[]string{"serve", "--clock", "sundial", "--log-format", "xml"}, []string{`lethe serve: --log-format "xml" is not text or json`, `--clock "sundial" is not wall or manual`, "Run 'lethe serve -h' for usage."}},
+		{[]string{"serve", "now"}, []string{"lethe serve: unexpected arguments: now", "Run 'lethe serve -h' for usage."}},
+		{[]string{"bench", "--bogus"}, []string{"lethe bench: flag provided but not defined: -bogus", "Run 'lethe bench -h' for usage."}},
+		{[]string{"bench", "--workload", "scan"}, []string{`"scan"`, "Run 'lethe bench -h' for usage."}},
+	} {
+		code, stdout, stderr := runCLI(t, tc.args...)
+		line := "lethe " + strings.Join(tc.args, " ")
+		if code != exitUsage || stdout != "" {
+			t.Errorf("%s: exit %d, stdout %q; want exit 2 and nothing on stdout", line, code, stdout)
+		}
+		for _, w := range tc.want {
+			if n := strings.Count(stderr, w); n != 1 {
+				t.Errorf("%s: stderr has %q %d times, want once:\n%s", line, w, n, stderr)
+			}
+		}
+		if strings.Contains(stderr, "Usage of") || strings.Count(stderr, "not defined") > 1 {
+			t.Errorf("%s: the flag package's own report leaked:\n%s", line, stderr)
+		}
+	}
+}
+
+// TestRunFailureExits1: a command line that parses but whose run fails (here
+// the listen) exits 1 with the error on stderr, told apart from misuse.
+func TestRunFailureExits1(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "serve", "--in-memory", "--log-level", "error", "--addr", "127.0.0.1:-1")
+	if code != exitFailure || stdout != "" || !strings.HasPrefix(stderr, "lethe: listen on 127.0.0.1:-1: ") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and the listen error", code, stdout, stderr)
+	}
+}
+
+// TestVersion: lethe version prints one line on stdout and exits 0.
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"version", "--version"} {
+		code, stdout, stderr := runCLI(t, arg)
+		if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "lethe ") || strings.Count(stdout, "\n") != 1 {
+			t.Errorf("lethe %s: exit %d, stdout %q, stderr %q", arg, code, stdout, stderr)
+		}
+	}
+}
+
+// TestCPUProfileEnv: --cpuprofile can be set with LETHE_CPUPROFILE, and the
+// flag wins over it.
+func TestCPUProfileEnv(t *testing.T) {
+	t.Setenv("LETHE_CPUPROFILE", "env.prof")
+	c, err := parseServeFlags(nil, nil)
+	if err != nil || c.cpuProfile != "env.prof" {
+		t.Fatalf("from the environment: %+v, %v", c, err)
+	}
+	c, err = parseServeFlags([]string{"--cpuprofile", "flag.prof"}, nil)
+	if err != nil || c.cpuProfile != "flag.prof" {
+		t.Fatalf("flag over environment: %+v, %v", c, err)
+	}
+}
