@@ -9,6 +9,7 @@ require (
 	github.com/prometheus/client_golang v1.16.0
 	github.com/prometheus/client_model v0.3.0
 	github.com/prometheus/common v0.42.0
+	github.com/spaolacci/murmur3 v1.1.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.42.0
 )

@@ -10,6 +10,7 @@ import (
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/pkrange"
 	"github.com/lethe-db/lethe/ru"
 	"github.com/lethe-db/lethe/ttl"
 )
@@ -23,6 +24,14 @@ type collRecord struct {
 	Body         json.RawMessage `json:"body"`
 	ETag         string          `json:"etag"`
 	PKPaths      []string        `json:"pkPaths"`
+	// PKKind and PKVersion are the partition key definition's kind ("Hash",
+	// "MultiHash") and version (1 or 2), which decide how partition key
+	// values hash into ranges.
+	PKKind    string `json:"pkKind,omitempty"`
+	PKVersion int    `json:"pkVersion,omitempty"`
+	// Ranges is the number of partition key ranges, fixed at creation (see
+	// rangesAtCreation); 0 in records written before ranges existed: one.
+	Ranges int `json:"ranges,omitempty"`
 	TTLOn        bool            `json:"ttlOn"`
 	TTLDefault   int64           `json:"ttlDefault"`
 	Watermarks   ttl.Watermarks  `json:"watermarks"`
@@ -67,6 +76,9 @@ type ContainerInfo struct {
 	RID string
 	// PartitionKeyPaths are the container's partition key paths.
 	PartitionKeyPaths []string
+	// Ranges are the container's partition key ranges, which cover the
+	// effective partition key space from "" to "FF" without gaps.
+	Ranges []pkrange.Range
 }
 
 // getContainer reads a container record and its database's. The records may
@@ -207,7 +219,8 @@ func containerSettings(o *jsonv.Object, old *collRecord) (*collRecord, error) {
 	if v, ok := pkObj.Get("version"); !ok || v == nil {
 		pkObj.Set("version", jsonv.Number("2"))
 	}
-	if old != nil && !samePaths(old.PKPaths, rec.PKPaths) {
+	rec.PKKind, rec.PKVersion = pkDefinition(o)
+	if old != nil && (!samePaths(old.PKPaths, rec.PKPaths) || old.PKKind != rec.PKKind || old.PKVersion != rec.PKVersion) {
 		return nil, lethe.Errorf(lethe.CodeBadRequest, "The partition key of a container cannot be changed.")
 	}
 
@@ -366,6 +379,7 @@ func (e *Engine) CreateContainerWithThroughput(ctx context.Context, dbID string,
 		if rec.Throughput, err = e.stampThroughput(tx, tp, now); err != nil {
 			return err
 		}
+		rec.Ranges = rangesAtCreation(rec)
 		res, err = e.putContainer(tx, key, rec, o, db, now)
 		return err
 	})
@@ -400,7 +414,7 @@ func (e *Engine) ReadContainer(ctx context.Context, dbID, collID string) (Resour
 			return err
 		}
 		res = c.resource()
-		info = ContainerInfo{RID: c.RID, PartitionKeyPaths: c.PKPaths}
+		info = ContainerInfo{RID: c.RID, PartitionKeyPaths: c.PKPaths, Ranges: pkrange.Layout(c.rangeCount())}
 		return nil
 	})
 	return res, info, err
@@ -460,6 +474,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, dbID, collID string, body
 		}
 		rec.RID, rec.DB = old.RID, old.DB
 		rec.Throughput = old.Throughput // offers change it, never a container replace
+		rec.Ranges = old.Ranges
 		rec.Watermarks = old.Watermarks
 		if rec.policy() != old.policy() {
 			rec.Watermarks = old.Watermarks.Close(old.policy(), now)

@@ -41,6 +41,9 @@ type scope struct {
 	lsns  []uint64   // LSNs allocated, for session tokens
 	work  ru.Write   // index terms written and removed since the last charge
 	usage usageDelta // changes to the container's storage tallies, applied at commit
+	// rangeID is the partition key range of the document a point operation
+	// or batch addresses (set when its partition key is known).
+	rangeID string
 }
 
 // writeCharge is the charge of the write just made, of a document of n bytes;
@@ -83,7 +86,7 @@ func (s *scope) selfLink(seq uint64) (rid, self string) {
 }
 
 func (s *scope) resource(rec *docRecord, charge float64) Resource {
-	return Resource{Body: rec.json, ETag: rec.etag(), RID: docRID(s.rid, rec.seq), Charge: charge, ContainerRID: s.c.RID}
+	return Resource{Body: rec.json, ETag: rec.etag(), RID: docRID(s.rid, rec.seq), Charge: charge, ContainerRID: s.c.RID, RangeID: s.rangeID}
 }
 
 // lookup returns the stored record at suffix, live or not, or nil.
@@ -152,6 +155,7 @@ func (s *scope) prepare(o *jsonv.Object, headerPK lethe.PartitionKey) (*prepared
 			return nil, pkMismatch()
 		}
 	}
+	s.rangeID = s.l.part.rangeOf(pk)
 	return &prepared{obj: o, id: id, pk: pk, suffix: primarySuffix(pk, id)}, nil
 }
 
@@ -164,6 +168,7 @@ func (s *scope) refSuffix(ref DocRef) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.rangeID = s.l.part.rangeOf(pk)
 	if ref.ID == "" {
 		return nil, notFound()
 	}

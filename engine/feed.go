@@ -18,6 +18,9 @@ type FeedOptions struct {
 	MaxItems int
 	// Continuation resumes after the previous page; "" starts at the beginning.
 	Continuation string
+	// Scope restricts the feed to a partition key range or an effective
+	// partition key range; the zero value reads every range.
+	Scope Scope
 }
 
 // FeedPage is one page of documents.
@@ -30,6 +33,9 @@ type FeedPage struct {
 	Charge float64
 	// ContainerRID is the container's _rid.
 	ContainerRID string
+	// RangeIDs are the partition key ranges the page read, for its session
+	// token.
+	RangeIDs []string
 }
 
 // feedToken is the decoded continuation token: the container it belongs to and
@@ -66,11 +72,12 @@ func (e *Engine) ReadFeed(ctx context.Context, dbID, collID string, opts FeedOpt
 			}
 			after = tok.Seq
 		}
-		pkPrefix, err := s.pkScope(opts.PK, false)
+		filter, ranges, err := s.filter(opts.PK, false, opts.Scope)
 		if err != nil {
 			return err
 		}
-		src := &docSource{s: s, r: r, pkPrefix: pkPrefix}
+		page.RangeIDs = ranges
+		src := &docSource{s: s, r: r, filter: filter}
 		src.seek(after + 1)
 		defer src.close()
 		bytesOut := 0

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"sync"
+
+	"github.com/lethe-db/lethe/jsonv"
 )
 
 // metaCache remembers decoded database and container records by their exact
@@ -70,6 +72,13 @@ func decodeContainer(key, raw []byte) (*collRecord, *layout, error) {
 	var rec collRecord
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return nil, nil, err
+	}
+	if rec.PKKind == "" { // written before the record kept it
+		o, err := jsonv.ParseObject(rec.Body)
+		if err != nil {
+			return nil, nil, err
+		}
+		rec.PKKind, rec.PKVersion = pkDefinition(o)
 	}
 	l := rec.layout()
 	metaStore(key, &metaEntry{raw: bytes.Clone(raw), coll: &rec, l: l})

@@ -76,7 +76,7 @@ type orderedSource struct {
 	s        *scope
 	r        kv.Reader
 	plan     *orderedPlan
-	pkPrefix []byte
+	filter   *docFilter
 	prefix   []byte
 
 	ri      int         // next range
@@ -92,8 +92,8 @@ type orderedSource struct {
 	err               error
 }
 
-func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, pkPrefix []byte) *orderedSource {
-	return &orderedSource{s: s, r: r, plan: plan, pkPrefix: pkPrefix, prefix: indexPrefix(s.rid, plan.path)}
+func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, filter *docFilter) *orderedSource {
+	return &orderedSource{s: s, r: r, plan: plan, filter: filter, prefix: indexPrefix(s.rid, plan.path)}
 }
 
 type peekedEntry struct{ key, value []byte }
@@ -149,7 +149,7 @@ func (x *orderedSource) Next() (*jsonv.Object, uint64, bool, error) {
 					return nil, 0, false, x.err
 				}
 				if x.plan.tail {
-					x.tail = &docSource{s: x.s, r: x.r, pkPrefix: x.pkPrefix}
+					x.tail = &docSource{s: x.s, r: x.r, filter: x.filter}
 					x.tail.seek(0)
 					continue
 				}
@@ -224,7 +224,7 @@ func (x *orderedSource) sortByFull(group []candidate) []candidate {
 
 // load reads a candidate's document if it is live and in scope.
 func (x *orderedSource) load(c candidate) (*jsonv.Object, bool, error) {
-	if x.pkPrefix != nil && !bytes.HasPrefix(c.suffix, x.pkPrefix) {
+	if !x.filter.match(c.suffix) {
 		return nil, false, nil
 	}
 	rec, err := lookup(x.r, x.s.rid, c.suffix)

@@ -181,7 +181,7 @@ type indexSource struct {
 	r        kv.Reader
 	cands    []candidate
 	i        int
-	pkPrefix []byte
+	filter   *docFilter
 	examined int
 	scanned  int
 	loaded   int // bytes of the documents examined
@@ -194,14 +194,14 @@ type candidate struct {
 	suffix []byte
 }
 
-func (s *scope) indexSource(r kv.Reader, plan *indexPlan, pkPrefix []byte) (*indexSource, error) {
-	src := &indexSource{s: s, r: r, pkPrefix: pkPrefix}
+func (s *scope) indexSource(r kv.Reader, plan *indexPlan, filter *docFilter) (*indexSource, error) {
+	src := &indexSource{s: s, r: r, filter: filter}
 	for _, kr := range plan.ranges {
 		it := r.Scan(kr.start, kr.end, false)
 		for it.Next() {
 			src.scanned++
 			k := it.Key()
-			if pkPrefix != nil && !bytes.HasPrefix(it.Value(), pkPrefix) {
+			if !filter.match(it.Value()) {
 				continue
 			}
 			src.cands = append(src.cands, candidate{binary.BigEndian.Uint64(k[len(k)-8:]), append([]byte(nil), it.Value()...)})

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -31,10 +30,10 @@ type QueryOptions struct {
 	Continuation string
 	// IndexMetrics asks for the x-ms-cosmos-index-utilization report.
 	IndexMetrics bool
-	// RangeID restricts the query to one partition key range (the
-	// x-ms-documentdb-partitionkeyrangeid header of SDKs that run query
-	// plans); "" means every range.
-	RangeID string
+	// Scope restricts the query to a partition key range or an effective
+	// partition key range (SDKs that run query plans send one query per
+	// range); the zero value reads every range.
+	Scope Scope
 }
 
 // QueryPage is one page of query results.
@@ -51,6 +50,9 @@ type QueryPage struct {
 	Examined int
 	// IndexMetrics is the index utilization report when it was asked for.
 	IndexMetrics string
+	// RangeIDs are the partition key ranges the query read, for its session
+	// token.
+	RangeIDs []string
 }
 
 // queryToken is a decoded query continuation. It binds the page to the
@@ -151,7 +153,11 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 		if err != nil {
 			return err
 		}
-		src, plan, err := s.querySource(r, q, opts)
+		filter, ranges, err := s.filter(opts.PK, true, opts.Scope)
+		if err != nil {
+			return err
+		}
+		src, plan, err := s.querySource(r, q, opts.Params, filter)
 		if err != nil {
 			return err
 		}
@@ -173,7 +179,7 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 		if err != nil {
 			return err
 		}
-		out = QueryPage{Rows: page.Rows, ContainerRID: s.c.RID, Examined: work.Documents}
+		out = QueryPage{Rows: page.Rows, ContainerRID: s.c.RID, Examined: work.Documents, RangeIDs: ranges}
 		if opts.IndexMetrics {
 			out.IndexMetrics = indexMetrics(plan.path)
 		}
@@ -211,29 +217,25 @@ func (s *scope) pkScope(pk lethe.PartitionKey, allowPrefix bool) ([]byte, error)
 // querySource picks how a query reads the container: an index plan when the
 // index is usable and a WHERE conjunct can use it, else a scan in insertion
 // order. Partition scoping (a full key or a hierarchical prefix) applies either way.
-func (s *scope) querySource(r kv.Reader, q *query.Query, opts QueryOptions) (querySource, sourcePlan, error) {
-	pkPrefix, err := s.pkScope(opts.PK, true)
-	if err != nil {
-		return nil, sourcePlan{}, err
-	}
+func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, filter *docFilter) (querySource, sourcePlan, error) {
 	if s.c.indexUsable() {
-		h := q.Hints(opts.Params)
+		h := q.Hints(params)
 		filters := filtersFromHints(h)
 		plan, usable := s.planIndex(filters)
 		// An equality or IN lookup is usually narrower than reading in order.
 		if usable && plan.spec.kind <= filterIn {
-			src, err := s.indexSource(r, plan, pkPrefix)
+			src, err := s.indexSource(r, plan, filter)
 			return src, sourcePlan{path: plan.spec.path}, err
 		}
 		if op, ok := s.planOrdered(r, h, filters); ok {
-			return s.orderedSource(r, op, pkPrefix), sourcePlan{path: op.path, sorted: true}, nil
+			return s.orderedSource(r, op, filter), sourcePlan{path: op.path, sorted: true}, nil
 		}
 		if usable {
-			src, err := s.indexSource(r, plan, pkPrefix)
+			src, err := s.indexSource(r, plan, filter)
 			return src, sourcePlan{path: plan.spec.path}, err
 		}
 	}
-	src := &docSource{s: s, r: r, pkPrefix: pkPrefix}
+	src := &docSource{s: s, r: r, filter: filter}
 	src.seek(0)
 	return src, sourcePlan{}, nil
 }
@@ -264,7 +266,7 @@ type docSource struct {
 	s        *scope
 	r        kv.Reader
 	it       kv.Iterator
-	pkPrefix []byte
+	filter   *docFilter
 	examined int // live documents returned
 	scanned  int // insertion-order entries visited
 	loaded   int // bytes of the live documents returned
@@ -299,7 +301,7 @@ func (d *docSource) nextRecord() (*docRecord, uint64, bool, error) {
 			d.err = err
 			return nil, 0, false, err
 		}
-		if d.pkPrefix != nil && !bytes.HasPrefix(suffix, d.pkPrefix) {
+		if !d.filter.match(suffix) {
 			continue
 		}
 		rec, err := lookup(d.r, d.s.rid, suffix)

@@ -53,7 +53,7 @@ func crossPartitionRefused(q *query.Query) error {
 // key, no range, and no WHERE conjunct pinning every partition key path) and
 // its rows from several partitions cannot simply be concatenated.
 func (s *scope) needsPlan(q *query.Query, opts QueryOptions) bool {
-	if opts.PK != nil || opts.RangeID != "" || !q.NeedsQueryPlan() {
+	if opts.PK != nil || !opts.Scope.any() || !q.NeedsQueryPlan() {
 		return false
 	}
 	return !s.pinsPartitionKey(q, opts.Params)

@@ -58,7 +58,7 @@ func TestCrossPartitionRefusal(t *testing.T) {
 		{"SELECT * FROM c", QueryOptions{}, 4},
 		{"SELECT VALUE c.id FROM c WHERE c.n > 1", QueryOptions{}, 2},
 		{"SELECT * FROM c ORDER BY c.id", QueryOptions{PK: pk("a")}, 2},
-		{"SELECT VALUE COUNT(1) FROM c", QueryOptions{RangeID: "0"}, 1},
+		{"SELECT VALUE COUNT(1) FROM c", QueryOptions{Scope: Scope{RangeID: "0"}}, 1},
 		{"SELECT * FROM c WHERE c.pk = 'a' ORDER BY c.id", QueryOptions{}, 2},
 		{"SELECT * FROM c WHERE c.n >= 1 AND c.pk = @p ORDER BY c.id DESC", QueryOptions{Params: map[string]jsonv.Value{"p": "b"}}, 2},
 		{"SELECT * FROM c WHERE c.pk IN ('b') ORDER BY c.id", QueryOptions{}, 2},

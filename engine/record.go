@@ -62,10 +62,11 @@ type layout struct {
 	pkPaths []string
 	index   *indexPolicy
 	unique  [][][]string // unique key -> its paths -> path segments
+	part    partitioning // partition key ranges
 }
 
 func (c *collRecord) layout() *layout {
-	l := &layout{rid: c.rid(), pkPaths: c.PKPaths, index: policyFromPaths(c.IndexingMode, c.IncludedPaths, c.ExcludedPaths)}
+	l := &layout{rid: c.rid(), pkPaths: c.PKPaths, index: policyFromPaths(c.IndexingMode, c.IncludedPaths, c.ExcludedPaths), part: newPartitioning(c)}
 	for _, uk := range c.UniqueKeys {
 		var paths [][]string
 		for _, p := range uk {

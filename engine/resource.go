@@ -21,6 +21,9 @@ type Resource struct {
 	Charge float64
 	// ContainerRID is the owning container's _rid for documents; empty otherwise.
 	ContainerRID string
+	// RangeID is the partition key range holding a document, for its session
+	// token; empty for other resources.
+	RangeID string
 }
 
 // systemProperties are the top-level names the server owns; values a client sends

@@ -71,10 +71,10 @@ func (s *Server) batch(w http.ResponseWriter, rq *request) {
 	}
 	out := make([]batchResultJSON, len(results))
 	total := 0.0
-	containerRID := ""
+	containerRID, rangeID := "", ""
 	for i, r := range results {
 		if r.ContainerRID != "" {
-			containerRID = r.ContainerRID
+			containerRID, rangeID = r.ContainerRID, r.RangeID
 		}
 		if r.Err != nil {
 			out[i] = batchResultJSON{StatusCode: statusFor(r.Err), RequestCharge: 0}
@@ -96,7 +96,7 @@ func (s *Server) batch(w http.ResponseWriter, rq *request) {
 		total += r.Charge
 	}
 	rq.charge = max(total, 1)
-	s.sessionFor(rq, containerRID)
+	s.sessionFor(rq, containerRID, rangeID)
 	status := http.StatusOK
 	if !committed {
 		status = http.StatusMultiStatus

@@ -103,9 +103,11 @@ func (s *Server) deleteContainer(w http.ResponseWriter, rq *request) {
 	writeNoContent(w, rq)
 }
 
-// getPartitionKeyRanges serves the single physical partition covering the whole
-// hash space. Its etag never changes, so the Go SDK's incremental refresh
-// (If-None-Match) gets 304 on the second call, as it expects.
+// getPartitionKeyRanges serves the container's partition key ranges, which
+// cover the effective partition key space from "" to "FF". They never change
+// (Lethe does not split ranges), and neither does their etag, so the Go SDK's
+// incremental refresh (If-None-Match) gets 304 on the second call, as it
+// expects.
 func (s *Server) getPartitionKeyRanges(w http.ResponseWriter, rq *request) {
 	info, err := s.opts.Engine.ContainerInfo(rq.r.Context(), rq.segs[1], rq.segs[3])
 	if err != nil {
@@ -120,9 +122,14 @@ func (s *Server) getPartitionKeyRanges(w http.ResponseWriter, rq *request) {
 		s.writeError(w, rq, &lethe.Error{Code: lethe.CodeNotModified})
 		return
 	}
-	rangeRID := info.RID // nothing reads a range's _rid; the container's is unique enough
-	item := `{"_rid":` + strconv.Quote(rangeRID) + `,"id":"0","_etag":` + strconv.Quote(etag) +
-		`,"minInclusive":"","maxExclusive":"FF","ridPrefix":0,"_self":` + strconv.Quote("dbs/"+rq.segs[1]+"/colls/"+rq.segs[3]+"/pkranges/"+rangeRID+"/") +
-		`,"throughputFraction":1,"status":"online","parents":[],"_ts":0,"lsn":0}`
-	rq.writeFeed(w, info.RID, "PartitionKeyRanges", [][]byte{[]byte(item)})
+	items := make([][]byte, len(info.Ranges))
+	fraction := strconv.FormatFloat(1/float64(len(info.Ranges)), 'g', -1, 64)
+	for i, r := range info.Ranges {
+		rangeRID := info.RID // nothing reads a range's _rid; the container's is unique enough
+		items[i] = []byte(`{"_rid":` + strconv.Quote(rangeRID) + `,"id":` + strconv.Quote(r.ID) + `,"_etag":` + strconv.Quote(etag) +
+			`,"minInclusive":` + strconv.Quote(r.Min) + `,"maxExclusive":` + strconv.Quote(r.Max) + `,"ridPrefix":` + strconv.Itoa(i) +
+			`,"_self":` + strconv.Quote("dbs/"+rq.segs[1]+"/colls/"+rq.segs[3]+"/pkranges/"+rangeRID+"/") +
+			`,"throughputFraction":` + fraction + `,"status":"online","parents":[],"_ts":0,"lsn":0}`)
+	}
+	rq.writeFeed(w, info.RID, "PartitionKeyRanges", items)
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/engine"
@@ -35,9 +36,28 @@ func (rq *request) conditions() engine.Conditions {
 	return engine.Conditions{IfMatch: rq.header("If-Match"), IfNoneMatch: rq.header("If-None-Match")}
 }
 
-// sessionFor records the session token and content path of a document response.
-func (s *Server) sessionFor(rq *request, containerRID string) {
-	rq.session = "0:-1#" + strconv.FormatUint(s.opts.Engine.LSN(), 10)
+// sessionFor records the session token and content path of a document
+// response: one "<range id>:-1#<lsn>" entry for each partition key range the
+// request read or wrote (the first range when none is known). Lethe's log
+// sequence number is one for the whole server, so every entry carries it.
+func (s *Server) sessionFor(rq *request, containerRID string, ranges ...string) {
+	token := "-1#" + strconv.FormatUint(s.opts.Engine.LSN(), 10)
+	var b strings.Builder
+	for _, r := range ranges {
+		if r == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(r)
+		b.WriteByte(':')
+		b.WriteString(token)
+	}
+	if b.Len() == 0 {
+		b.WriteString("0:" + token)
+	}
+	rq.session = b.String()
 	rq.ridPath = containerRID
 }
 
@@ -71,7 +91,7 @@ func (s *Server) writeWrite(w http.ResponseWriter, rq *request, res engine.Write
 		return
 	}
 	rq.charge = res.Charge
-	s.sessionFor(rq, res.ContainerRID)
+	s.sessionFor(rq, res.ContainerRID, res.RangeID)
 	status := http.StatusOK
 	if res.Created {
 		status = http.StatusCreated
@@ -89,14 +109,14 @@ func (s *Server) getDocument(w http.ResponseWriter, rq *request) {
 	if lethe.IsCode(err, lethe.CodeNotModified) {
 		w.Header().Set("etag", res.ETag)
 		rq.charge = res.Charge
-		s.sessionFor(rq, res.ContainerRID)
+		s.sessionFor(rq, res.ContainerRID, res.RangeID)
 	}
 	if err != nil {
 		s.writeError(w, rq, err)
 		return
 	}
 	rq.charge = res.Charge
-	s.sessionFor(rq, res.ContainerRID)
+	s.sessionFor(rq, res.ContainerRID, res.RangeID)
 	rq.minimal = false // reads always return the document
 	rq.writeResource(w, http.StatusOK, res.ETag, res.Body)
 }
@@ -138,7 +158,7 @@ func (s *Server) deleteDocument(w http.ResponseWriter, rq *request) {
 		return
 	}
 	rq.charge = res.Charge
-	s.sessionFor(rq, res.ContainerRID)
+	s.sessionFor(rq, res.ContainerRID, res.RangeID)
 	writeNoContent(w, rq)
 }
 
@@ -159,14 +179,14 @@ func (s *Server) readFeed(w http.ResponseWriter, rq *request) {
 		return
 	}
 	page, err := s.opts.Engine.ReadFeed(rq.r.Context(), rq.segs[1], rq.segs[3], engine.FeedOptions{
-		PK: pk, MaxItems: n, Continuation: rq.header("x-ms-continuation"),
+		PK: pk, MaxItems: n, Continuation: rq.header("x-ms-continuation"), Scope: rq.rangeScope(),
 	})
 	if err != nil {
 		s.writeError(w, rq, err)
 		return
 	}
 	rq.charge = page.Charge
-	s.sessionFor(rq, page.ContainerRID)
+	s.sessionFor(rq, page.ContainerRID, page.RangeIDs...)
 	if page.Continuation != "" {
 		w.Header().Set("x-ms-continuation", page.Continuation)
 	}

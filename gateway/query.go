@@ -85,8 +85,8 @@ func (s *Server) queryDocuments(w http.ResponseWriter, rq *request) {
 		s.writeError(w, rq, err)
 		return
 	}
-	opts.RangeID = rq.header("x-ms-documentdb-partitionkeyrangeid")
-	if opts.PK == nil && !rq.flag("x-ms-documentdb-query-enablecrosspartition") && opts.RangeID == "" {
+	opts.Scope = rq.rangeScope()
+	if opts.PK == nil && !rq.flag("x-ms-documentdb-query-enablecrosspartition") && opts.Scope.RangeID == "" {
 		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception."))
 		return
 	}
@@ -95,7 +95,7 @@ func (s *Server) queryDocuments(w http.ResponseWriter, rq *request) {
 		s.writeError(w, rq, err)
 		return
 	}
-	s.sessionFor(rq, page.ContainerRID)
+	s.sessionFor(rq, page.ContainerRID, page.RangeIDs...)
 	s.writeQueryPage(w, rq, page, page.ContainerRID, "Documents")
 }
 

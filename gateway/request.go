@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/engine"
 	"github.com/lethe-db/lethe/metrics"
 )
 
@@ -78,6 +79,18 @@ func (rq *request) partitionKey() (lethe.PartitionKey, error) {
 		return nil, nil
 	}
 	return parsePartitionKeyHeader(v[0])
+}
+
+// rangeScope reads the partition key range a request is confined to: a range
+// id (x-ms-documentdb-partitionkeyrangeid, sent by SDKs that fan queries and
+// feeds out over ranges) and effective partition key bounds (x-ms-start-epk
+// and x-ms-end-epk, sent for a feed range narrower than a range).
+func (rq *request) rangeScope() engine.Scope {
+	return engine.Scope{
+		RangeID: strings.TrimSpace(rq.header("x-ms-documentdb-partitionkeyrangeid")),
+		EPKMin:  rq.header("x-ms-start-epk"),
+		EPKMax:  rq.header("x-ms-end-epk"),
+	}
 }
 
 // maxItemCount reads x-ms-max-item-count; 0 means the default.
