@@ -235,6 +235,8 @@ func containerSettings(o *jsonv.Object, old *collRecord) (*collRecord, error) {
 	ip.Set("indexingMode", mode)
 	if v, ok := ip.Get("automatic"); !ok || v == nil {
 		ip.Set("automatic", mode != "none")
+	} else if _, ok := v.(bool); !ok {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "The indexing policy's 'automatic' must be true or false.")
 	}
 	if mode != "none" {
 		if v, ok := ip.Get("includedPaths"); !ok || v == nil {
