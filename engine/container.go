@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,6 +68,13 @@ type ContainerInfo struct {
 	RID string
 	// PartitionKeyPaths are the container's partition key paths.
 	PartitionKeyPaths []string
+	// IndexingMode is the indexing policy's mode: consistent, lazy or none.
+	IndexingMode string
+	// IndexProgress is how far the re-index after an indexing policy change
+	// has got, in percent: 100 when none is pending (queries then use the
+	// index of the current policy), else 0 to 99, the share of the
+	// container's documents, in insertion order, already re-indexed.
+	IndexProgress int
 }
 
 // getContainer reads a container record and its database's. The records may
@@ -402,10 +410,31 @@ func (e *Engine) ReadContainer(ctx context.Context, dbID, collID string) (Resour
 			return err
 		}
 		res = c.resource()
-		info = ContainerInfo{RID: c.RID, PartitionKeyPaths: c.PKPaths}
-		return nil
+		info = ContainerInfo{RID: c.RID, PartitionKeyPaths: c.PKPaths, IndexingMode: c.IndexingMode, IndexProgress: 100}
+		if c.IndexBuild != nil {
+			info.IndexProgress, err = indexProgress(r, c)
+		}
+		return err
 	})
 	return res, info, err
+}
+
+// indexProgress measures a pending re-index of container c: its cursor (the
+// next sequence number to re-index) against the last sequence number
+// allocated, in percent, never 100 while the build is pending.
+func indexProgress(r kv.Reader, c *collRecord) (int, error) {
+	v, err := r.Get(collKey(pfxSeq, c.rid()))
+	if errors.Is(err, kv.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read sequence counter of %q: %w", c.ID, err)
+	}
+	if len(v) != 8 {
+		return 0, errCorruptRecord
+	}
+	last := binary.BigEndian.Uint64(v)
+	return int(min(99, *c.IndexBuild*100/(last+1))), nil
 }
 
 // ContainerInfo returns a container's RID and partition key paths.
