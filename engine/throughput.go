@@ -39,7 +39,7 @@ const defaultManualRU = 400
 // without a migration. Its etag is fixed for the container's life: the
 // container's RID counter in an etag no write can produce (write etags carry
 // an LSN, microseconds since 1970, whose top 16 bits are never zero). Its
-// _ts (TS) is left 0: offerTS fills it in for the offers API.
+// _ts (TS) is left 0: defaultOfferTS gives it for the offers API.
 func defaultOffer(c *collRecord) *Throughput {
 	r := c.rid()
 	n := uint64(binary.LittleEndian.Uint32(r[4:]) &^ 0x80000000)
