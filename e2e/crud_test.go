@@ -100,7 +100,8 @@ func testDatabases(t *testing.T, s *server, c *azcosmos.Client) {
 // testContainers proves container create with Hash and MultiHash keys, that the
 // server fills in kind, version and the default indexing policy, replace
 // (including DefaultTimeToLive on and off), 409/404s, delete, and that
-// ReadThroughput reports no provisioned throughput as an error.
+// ReadThroughput reports the default offer of a container created without
+// throughput.
 func testContainers(t *testing.T, s *server, c *azcosmos.Client) {
 	db := mustDatabase(t, c, "colls")
 
@@ -198,8 +199,11 @@ func testContainers(t *testing.T, s *server, c *azcosmos.Client) {
 	_, err = hash.Replace(withHeader(ctx, "If-Match", `"stale"`), props, nil)
 	wantStatus(t, "replace container with stale If-Match", err, http.StatusPreconditionFailed)
 
-	_, err = hash.ReadThroughput(ctx, nil)
-	wantStatus(t, "container ReadThroughput (no provisioned throughput)", err, http.StatusNotFound)
+	// A container created without throughput has the default offer.
+	tr, err := hash.ReadThroughput(ctx, nil)
+	if n, ok := tr.ThroughputProperties.ManualThroughput(); err != nil || !ok || n != 400 {
+		t.Errorf("container ReadThroughput: %d %v %v; want the default 400 RU/s", n, ok, err)
+	}
 
 	// Raw list of containers.
 	r := s.do(t, "GET", "/dbs/colls/colls", nil, nil)

@@ -97,12 +97,19 @@ func TestOffers(t *testing.T) {
 		wantStatus(t, "autoscale offer to manual", err, http.StatusBadRequest)
 	})
 
-	t.Run("no offer", func(t *testing.T) {
-		// The SDK's offers query comes back empty, which it reports as 404.
-		_, err := none.ReadThroughput(ctx, nil)
-		wantStatus(t, "container without throughput", err, http.StatusNotFound)
-		_, err = none.ReplaceThroughput(ctx, azcosmos.NewManualThroughputProperties(400), nil)
-		wantStatus(t, "replace without an offer", err, http.StatusNotFound)
+	t.Run("default offer", func(t *testing.T) {
+		// Created without throughput in a database without shared
+		// throughput: Cosmos DB's default offer, 400 RU/s manual.
+		r, err := none.ReadThroughput(ctx, nil)
+		if err != nil {
+			t.Fatalf("ReadThroughput of a container created without throughput: %v", err)
+		}
+		if n, ok := r.ThroughputProperties.ManualThroughput(); !ok || n != 400 {
+			t.Errorf("default throughput %d %v, want 400 manual", n, ok)
+		}
+		if _, ok := r.ThroughputProperties.AutoscaleMaxThroughput(); ok {
+			t.Error("a default offer has no autoscale settings")
+		}
 	})
 
 	t.Run("shared database throughput", func(t *testing.T) {
@@ -122,10 +129,13 @@ func TestOffers(t *testing.T) {
 		if n, _ := r.ThroughputProperties.ManualThroughput(); n != 1000 {
 			t.Fatalf("database throughput after replace %d", n)
 		}
-		// Its containers share it and have no offer of their own.
+		// Its containers share it and have no offer of their own, not even a
+		// default one: the SDK's offers query comes back empty (404).
 		inner := mustContainer(t, shared, pkContainer("inner", nil))
 		_, err = inner.ReadThroughput(ctx, nil)
 		wantStatus(t, "container in a shared database", err, http.StatusNotFound)
+		_, err = inner.ReplaceThroughput(ctx, azcosmos.NewManualThroughputProperties(400), nil)
+		wantStatus(t, "replace the offer of a container in a shared database", err, http.StatusNotFound)
 		atp := azcosmos.NewAutoscaleThroughputProperties(1000)
 		if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "sharedauto"}, &azcosmos.CreateDatabaseOptions{ThroughputProperties: &atp}); err != nil {
 			t.Fatal(err)
@@ -177,8 +187,8 @@ func TestOffers(t *testing.T) {
 		}
 		feed := s.do(t, http.MethodGet, "/offers", nil, nil)
 		feed.wantStatus(t, "offers feed", http.StatusOK)
-		if n := feed.json(t)["_count"]; n != 4.0 { // manual, auto, shared, sharedauto
-			t.Errorf("offers feed count %v, want 4: %s", n, feed.Body)
+		if n := feed.json(t)["_count"]; n != 5.0 { // manual, auto, none's default, shared, sharedauto
+			t.Errorf("offers feed count %v, want 5: %s", n, feed.Body)
 		}
 		one := s.do(t, http.MethodGet, "/offers/"+id, nil, nil)
 		one.wantStatus(t, "read offer", http.StatusOK)
@@ -206,15 +216,26 @@ func TestOffers(t *testing.T) {
 		if _, err := db.CreateContainer(ctx, pkContainer("doomed", nil), &azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
 			t.Fatal(err)
 		}
-		doomed, _ := db.NewContainer("doomed")
-		props, _ := doomed.Read(ctx, nil)
-		rid := props.ContainerProperties.ResourceID
-		if _, err := doomed.Delete(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
-		q := s.do(t, http.MethodPost, "/offers", hdr("Content-Type", "application/query+json"), mustMarshal(t, map[string]any{"query": "SELECT * FROM c WHERE c.offerResourceId = '" + rid + "'"}))
-		if q.json(t)["_count"] != 0.0 {
-			t.Errorf("offer of a deleted container: %s", q.Body)
+		mustContainer(t, db, pkContainer("doomed-default", nil))
+		for _, id := range []string{"doomed", "doomed-default"} {
+			cc, _ := db.NewContainer(id)
+			props, _ := cc.Read(ctx, nil)
+			rid := props.ContainerProperties.ResourceID
+			byRID := mustMarshal(t, map[string]any{"query": "SELECT * FROM c WHERE c.offerResourceId = '" + rid + "'"})
+			q := s.do(t, http.MethodPost, "/offers", hdr("Content-Type", "application/query+json"), byRID)
+			offers, _ := q.json(t)["Offers"].([]any)
+			if len(offers) != 1 {
+				t.Fatalf("offer of %s before the delete: %s", id, q.Body)
+			}
+			offerID := offers[0].(map[string]any)["id"].(string)
+			if _, err := cc.Delete(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			q = s.do(t, http.MethodPost, "/offers", hdr("Content-Type", "application/query+json"), byRID)
+			if q.json(t)["_count"] != 0.0 {
+				t.Errorf("offer of deleted container %s: %s", id, q.Body)
+			}
+			s.do(t, http.MethodGet, "/offers/"+offerID, nil, nil).wantError(t, "read the offer of deleted container "+id, http.StatusNotFound)
 		}
 	})
 }

@@ -445,9 +445,8 @@ func testQueryResources(t *testing.T, s *server, c *azcosmos.Client, db *azcosmo
 	r = s.do(t, http.MethodPost, "/dbs", hdr("Content-Type", "application/query+json"), mustMarshal(t, map[string]any{"query": "SELECT * FROM d WHERE"}))
 	r.wantError(t, "databases query syntax error", http.StatusBadRequest)
 
-	// Offers: Lethe provisions no throughput, so an offers query finds
-	// nothing and the SDK reports that (404), as Cosmos DB does for a
-	// container without its own throughput.
+	// Offers: a query by offerResourceId finds the default offer of a
+	// container created without throughput, as in Cosmos DB.
 	props, err := (func() (azcosmos.ContainerProperties, error) {
 		cc, _ := db.NewContainer("multi")
 		resp, err := cc.Read(ctx, nil)
@@ -462,12 +461,16 @@ func testQueryResources(t *testing.T, s *server, c *azcosmos.Client, db *azcosmo
 	r = s.do(t, http.MethodPost, "/offers", hdr("Content-Type", "application/query+json"), mustMarshal(t, map[string]any{
 		"query": "SELECT * FROM c WHERE c.offerResourceId = @rid", "parameters": []map[string]any{{"name": "@rid", "value": props.ResourceID}}}))
 	r.wantStatus(t, "offers query", http.StatusOK)
-	if b := r.json(t); canonJSON(b["Offers"]) != "[]" || b["_count"] != 0.0 || r.charge() <= 0 {
-		t.Errorf("offers query: %s", r.Body)
+	b := r.json(t)
+	offers, _ := b["Offers"].([]any)
+	if len(offers) != 1 || b["_count"] != 1.0 || r.charge() <= 0 || offers[0].(map[string]any)["offerResourceId"] != props.ResourceID {
+		t.Errorf("offers query: %s; want the container's default offer", r.Body)
 	}
 	cc, _ := db.NewContainer("multi")
-	_, err = cc.ReadThroughput(ctx, nil)
-	wantStatus(t, "read throughput (an offers query)", err, http.StatusNotFound)
+	tr, err := cc.ReadThroughput(ctx, nil)
+	if n, ok := tr.ThroughputProperties.ManualThroughput(); err != nil || !ok || n != 400 {
+		t.Errorf("read throughput (an offers query): %d %v %v; want the default 400 RU/s", n, ok, err)
+	}
 }
 
 // testQueryHierarchical: on a MultiHash container, a partition key with only

@@ -13,8 +13,9 @@ import (
 )
 
 // keyProvisioned is written, once, with the first resource that has
-// provisioned throughput. Until then every container is unlimited and Admit
-// costs one atomic load.
+// provisioned throughput (an explicit offer: at creation, or a default offer
+// replaced). Until then every container is unlimited and Admit costs one
+// atomic load, unless default offers are enforced.
 var keyProvisioned = []byte("Mprovisioned")
 
 // budgets owns the RU buckets of the resources with provisioned throughput,
@@ -103,13 +104,17 @@ func (g *metaGuard) peekScope(dbID, collID string) *cachedScope {
 
 // governing returns the throughput that governs a container and the _rid of
 // the resource it belongs to: the container's own, else its database's;
-// nil when it has none or does not exist.
-func governing(db *dbRecord, c *collRecord) (string, *Throughput) {
+// nil when it has none or does not exist. A default offer governs only when
+// enforceDefault (Options.EnforceDefaultThroughput) is set: otherwise it is
+// no provisioned throughput at all.
+func governing(db *dbRecord, c *collRecord, enforceDefault bool) (string, *Throughput) {
 	switch {
 	case c.Throughput != nil:
 		return c.RID, c.Throughput
 	case db.Throughput != nil:
 		return db.RID, db.Throughput
+	case enforceDefault:
+		return c.RID, defaultOffer(c)
 	}
 	return "", nil
 }
@@ -117,7 +122,7 @@ func governing(db *dbRecord, c *collRecord) (string, *Throughput) {
 // throughputOf looks up the throughput governing container collID of dbID.
 func (e *Engine) throughputOf(ctx context.Context, dbID, collID string) (string, *Throughput, error) {
 	if s := e.guard.peekScope(dbID, collID); s != nil {
-		owner, tp := governing(s.db, s.c)
+		owner, tp := governing(s.db, s.c, e.opts.EnforceDefaultThroughput)
 		return owner, tp, nil
 	}
 	var owner string
@@ -130,7 +135,7 @@ func (e *Engine) throughputOf(ctx context.Context, dbID, collID string) (string,
 		if err != nil {
 			return err
 		}
-		owner, tp = governing(db, c)
+		owner, tp = governing(db, c, e.opts.EnforceDefaultThroughput)
 		return nil
 	})
 	return owner, tp, err
@@ -186,7 +191,7 @@ func (e *Engine) Admit(ctx context.Context, dbID, collID string) (Admission, err
 // Bucket.Spare and records it with Bucket.UseBackground, so it never gets a
 // user request throttled.
 func (e *Engine) BudgetFor(ctx context.Context, dbID, collID string) (*throttle.Bucket, error) {
-	if !e.guard.mayBeProvisioned() {
+	if !e.opts.EnforceDefaultThroughput && !e.guard.mayBeProvisioned() {
 		return nil, nil
 	}
 	owner, tp, err := e.throughputOf(ctx, dbID, collID)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,12 +19,12 @@ import (
 // collRecord is a container as stored under its C key: the served body plus the
 // derived settings every document operation needs.
 type collRecord struct {
-	RID          string          `json:"rid"`
-	DB           string          `json:"db"`
-	ID           string          `json:"id"`
-	Body         json.RawMessage `json:"body"`
-	ETag         string          `json:"etag"`
-	PKPaths      []string        `json:"pkPaths"`
+	RID     string          `json:"rid"`
+	DB      string          `json:"db"`
+	ID      string          `json:"id"`
+	Body    json.RawMessage `json:"body"`
+	ETag    string          `json:"etag"`
+	PKPaths []string        `json:"pkPaths"`
 	// PKKind and PKVersion are the partition key definition's kind ("Hash",
 	// "MultiHash") and version (1 or 2), which decide how partition key
 	// values hash into ranges.
@@ -31,12 +32,12 @@ type collRecord struct {
 	PKVersion int    `json:"pkVersion,omitempty"`
 	// Ranges is the number of partition key ranges, fixed at creation (see
 	// rangesAtCreation); 0 in records written before ranges existed: one.
-	Ranges int `json:"ranges,omitempty"`
-	TTLOn        bool            `json:"ttlOn"`
-	TTLDefault   int64           `json:"ttlDefault"`
-	Watermarks   ttl.Watermarks  `json:"watermarks"`
-	IndexingMode string          `json:"indexingMode"`
-	UniqueKeys   [][]string      `json:"uniqueKeys,omitempty"` // each unique key's paths
+	Ranges       int            `json:"ranges,omitempty"`
+	TTLOn        bool           `json:"ttlOn"`
+	TTLDefault   int64          `json:"ttlDefault"`
+	Watermarks   ttl.Watermarks `json:"watermarks"`
+	IndexingMode string         `json:"indexingMode"`
+	UniqueKeys   [][]string     `json:"uniqueKeys,omitempty"` // each unique key's paths
 	// IncludedPaths and ExcludedPaths are the indexing policy's paths.
 	IncludedPaths []string `json:"includedPaths,omitempty"`
 	ExcludedPaths []string `json:"excludedPaths,omitempty"`
@@ -79,6 +80,13 @@ type ContainerInfo struct {
 	// Ranges are the container's partition key ranges, which cover the
 	// effective partition key space from "" to "FF" without gaps.
 	Ranges []pkrange.Range
+	// IndexingMode is the indexing policy's mode: consistent, lazy or none.
+	IndexingMode string
+	// IndexProgress is how far the re-index after an indexing policy change
+	// has got, in percent: 100 when none is pending (queries then use the
+	// index of the current policy), else 0 to 99, the share of the
+	// container's documents, in insertion order, already re-indexed.
+	IndexProgress int
 }
 
 // getContainer reads a container record and its database's. The records may
@@ -248,6 +256,8 @@ func containerSettings(o *jsonv.Object, old *collRecord) (*collRecord, error) {
 	ip.Set("indexingMode", mode)
 	if v, ok := ip.Get("automatic"); !ok || v == nil {
 		ip.Set("automatic", mode != "none")
+	} else if _, ok := v.(bool); !ok {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "The indexing policy's 'automatic' must be true or false.")
 	}
 	if mode != "none" {
 		if v, ok := ip.Get("includedPaths"); !ok || v == nil {
@@ -414,10 +424,31 @@ func (e *Engine) ReadContainer(ctx context.Context, dbID, collID string) (Resour
 			return err
 		}
 		res = c.resource()
-		info = ContainerInfo{RID: c.RID, PartitionKeyPaths: c.PKPaths, Ranges: pkrange.Layout(c.rangeCount())}
-		return nil
+		info = ContainerInfo{RID: c.RID, PartitionKeyPaths: c.PKPaths, Ranges: pkrange.Layout(c.rangeCount()), IndexingMode: c.IndexingMode, IndexProgress: 100}
+		if c.IndexBuild != nil {
+			info.IndexProgress, err = indexProgress(r, c)
+		}
+		return err
 	})
 	return res, info, err
+}
+
+// indexProgress measures a pending re-index of container c: its cursor (the
+// next sequence number to re-index) against the last sequence number
+// allocated, in percent, never 100 while the build is pending.
+func indexProgress(r kv.Reader, c *collRecord) (int, error) {
+	v, err := r.Get(collKey(pfxSeq, c.rid()))
+	if errors.Is(err, kv.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read sequence counter of %q: %w", c.ID, err)
+	}
+	if len(v) != 8 {
+		return 0, errCorruptRecord
+	}
+	last := binary.BigEndian.Uint64(v)
+	return int(min(99, *c.IndexBuild*100/(last+1))), nil
 }
 
 // ContainerInfo returns a container's RID and partition key paths.

@@ -49,6 +49,15 @@ type Options struct {
 	// Active method to pebblekv.Options.Foreground). Nil means a tracker of
 	// the engine's own.
 	Activity *activity.Tracker
+	// EnforceDefaultThroughput makes the default offer of every container
+	// created without throughput in a database without shared throughput
+	// (400 RU/s manual, as in Cosmos DB) throttle requests and budget the TTL
+	// purge like any provisioned throughput. The default, off, serves default
+	// offers through the offers API but treats those containers as unlimited,
+	// as the Cosmos DB emulator does without /EnableRateLimiting. A default
+	// offer replaced through the offers API is explicit, and enforced, either
+	// way.
+	EnforceDefaultThroughput bool
 	// StoreBusy, if set, reports whether the store is running background work
 	// of its own that takes a core, such as a compaction
 	// (pebblekv.Store.Compacting). While users are active the purger waits for

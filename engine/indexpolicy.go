@@ -1,6 +1,10 @@
 package engine
 
 import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/lethe-db/lethe"
@@ -68,6 +72,8 @@ func (ip *indexPolicy) indexed(path []string) bool {
 }
 
 // parsePathPattern parses an index path such as /*, /a/?, /a/[]/b/* or /"a b"/?.
+// A lone "/" is the root path as older SDKs spell it (the path syntax before
+// the 2015-06-03 API): the whole document, exactly like /*.
 func parsePathPattern(s string) (pathPattern, error) {
 	bad := lethe.Errorf(lethe.CodeBadRequest, "The indexing path '%s' could not be accepted: it must start with '/' and end with '/?' or '/*'.", truncate(s, 100))
 	if !strings.HasPrefix(s, "/") {
@@ -75,7 +81,7 @@ func parsePathPattern(s string) (pathPattern, error) {
 	}
 	var p pathPattern
 	switch {
-	case s == "/*":
+	case s == "/*", s == "/":
 		return p, nil
 	case s == "/?":
 		return pathPattern{}, bad
@@ -155,6 +161,9 @@ func compileIndexPolicy(ip *jsonv.Object, mode string) (*indexPolicy, []string, 
 			if err != nil {
 				return nil, nil, nil, err
 			}
+			if err := normalizeIndexes(o, ps); err != nil {
+				return nil, nil, nil, err
+			}
 			*list.dst = append(*list.dst, pat)
 			*list.raw = append(*list.raw, ps)
 		}
@@ -176,4 +185,77 @@ func policyFromPaths(mode string, inc, exc []string) *indexPolicy {
 		}
 	}
 	return out
+}
+
+// Legacy index specifications. Older SDKs (the Node documentdb SDK, .NET v2)
+// send each path with an "indexes" array of {kind, dataType, precision}:
+// Hash, Range or Spatial indexes per data type. Cosmos DB has range-indexed
+// every string and number at full precision since 2019 and ignores these
+// arrays: it validates them and reads them back empty ("indexes": []).
+
+// indexKinds maps each legacy index kind, in any case, to the data types it
+// may index.
+var indexKinds = map[string][]string{
+	"hash":    {"string", "number"},
+	"range":   {"string", "number"},
+	"spatial": {"point", "polygon", "linestring", "multipolygon"},
+}
+
+// normalizeIndexes validates the legacy "indexes" array of one included or
+// excluded path entry and empties it, as Cosmos DB reads it back. An entry
+// without one is left as it is.
+func normalizeIndexes(entry *jsonv.Object, path string) error {
+	v, ok := entry.Get("indexes")
+	if !ok || v == nil {
+		return nil
+	}
+	bad := func(format string, args ...any) error {
+		return lethe.Errorf(lethe.CodeBadRequest, "The index specification of path '%s' is invalid: %s", truncate(path, 100), fmt.Sprintf(format, args...))
+	}
+	list, ok := v.([]jsonv.Value)
+	if !ok {
+		return bad("'indexes' must be an array.")
+	}
+	for _, it := range list {
+		ix, ok := it.(*jsonv.Object)
+		if !ok {
+			return bad("each index must be an object with 'kind' and 'dataType'.")
+		}
+		kindV, _ := ix.Get("kind")
+		kind, _ := kindV.(string)
+		types, ok := indexKinds[strings.ToLower(kind)]
+		if !ok {
+			return bad("the index kind %s is unknown; use 'Range', 'Hash' or 'Spatial'.", truncate(string(jsonv.Marshal(kindV)), 50))
+		}
+		dv, _ := ix.Get("dataType")
+		dt, _ := dv.(string)
+		if !slices.Contains(types, strings.ToLower(dt)) {
+			return bad("the data type %s cannot have a %s index.", truncate(string(jsonv.Marshal(dv)), 50), kind)
+		}
+		if why := checkPrecision(ix, strings.ToLower(kind)); why != "" {
+			return bad("%s", why)
+		}
+	}
+	entry.Set("indexes", []jsonv.Value{})
+	return nil
+}
+
+// checkPrecision validates a legacy index's precision: absent or null, -1
+// (maximum), 1 to 8 for a hash index, 1 to 100 for a range index; a spatial
+// index has none. It returns why the precision is refused, "" if it is not.
+func checkPrecision(ix *jsonv.Object, kind string) string {
+	pv, ok := ix.Get("precision")
+	if !ok || pv == nil {
+		return ""
+	}
+	if kind == "spatial" {
+		return "a spatial index has no precision."
+	}
+	n, isNum := pv.(jsonv.Number)
+	f, err := strconv.ParseFloat(string(n), 64)
+	limit := map[string]float64{"hash": 8, "range": 100}[kind]
+	if !isNum || err != nil || f != math.Trunc(f) || (f != -1 && (f < 1 || f > limit)) {
+		return fmt.Sprintf("the precision %s is out of range for a %s index; use -1 (maximum) or 1 to %v.", truncate(string(jsonv.Marshal(pv)), 50), kind, limit)
+	}
+	return ""
 }

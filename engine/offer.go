@@ -15,10 +15,14 @@ import (
 )
 
 // Offers are not stored on their own: a database or container with
-// provisioned throughput has one, derived from the Throughput in its record.
-// Its id is "d" (database) or "c" (container) and the resource's RID counter
-// in base 36: short, lower case (clients sign offer links in lower case),
-// unique, and stable for the resource's life. It goes with the resource.
+// provisioned throughput has one, derived from the Throughput in its record,
+// and so does every container without throughput of its own in a database
+// without shared throughput: its default offer of 400 RU/s (defaultOffer),
+// derived from nothing but the container, as in Cosmos DB. Its id is "d"
+// (database) or "c" (container) and the resource's RID counter in base 36:
+// short, lower case (clients sign offer links in lower case), unique, and
+// stable for the resource's life, a default offer replaced keeping its id.
+// It goes with the resource.
 
 // offerRef is one offer and where its throughput is stored.
 type offerRef struct {
@@ -45,7 +49,7 @@ func collOfferID(c *collRecord) string {
 // records are shared (metaCache): copy before modifying.
 func listOfferRefs(r kv.Reader) ([]offerRef, error) {
 	var out []offerRef
-	dbSelf := map[string]string{} // database name -> _rid
+	dbs := map[string]*dbRecord{} // by name
 	it := r.Scan([]byte{pfxDatabase}, []byte{pfxDatabase + 1}, false)
 	for it.Next() {
 		db, err := decodeDatabase(it.Key(), it.Value())
@@ -53,7 +57,7 @@ func listOfferRefs(r kv.Reader) ([]offerRef, error) {
 			it.Close()
 			return nil, fmt.Errorf("decode database: %w", err)
 		}
-		dbSelf[string(it.Key()[1:])] = db.RID
+		dbs[string(it.Key()[1:])] = db
 		if db.Throughput != nil {
 			out = append(out, offerRef{id: dbOfferID(db), self: "dbs/" + db.RID + "/", rid: db.RID, tp: db.Throughput, key: append([]byte(nil), it.Key()...), db: db})
 		}
@@ -70,8 +74,15 @@ func listOfferRefs(r kv.Reader) ([]offerRef, error) {
 		if err != nil {
 			return nil, fmt.Errorf("decode container: %w", err)
 		}
-		if c.Throughput != nil {
-			out = append(out, offerRef{id: collOfferID(c), self: "dbs/" + dbSelf[c.DB] + "/colls/" + c.RID + "/", rid: c.RID, tp: c.Throughput, key: append([]byte(nil), it.Key()...), c: c})
+		db := dbs[c.DB]
+		if db == nil {
+			continue // cannot happen: a database and its containers go in one transaction
+		}
+		if tp := containerThroughput(db, c); tp != nil {
+			if tp.Default {
+				tp.TS = defaultOfferTS(c)
+			}
+			out = append(out, offerRef{id: collOfferID(c), self: "dbs/" + db.RID + "/colls/" + c.RID + "/", rid: c.RID, tp: tp, key: append([]byte(nil), it.Key()...), c: c})
 		}
 	}
 	return out, it.Err()
@@ -136,7 +147,9 @@ func (e *Engine) offerResource(o offerRef) Resource {
 }
 
 // ListOffers returns the offer of every database and container with
-// provisioned throughput: the /offers feed, which queries filter.
+// provisioned throughput, and the default offer of every container without
+// throughput of its own in a database without shared throughput: the /offers
+// feed, which queries filter.
 func (e *Engine) ListOffers(ctx context.Context) ([]Resource, error) {
 	defer e.begin()()
 	var refs []offerRef
@@ -172,7 +185,9 @@ func (e *Engine) ReadOffer(ctx context.Context, id string) (Resource, error) {
 
 // ReplaceOffer changes an offer's throughput within its kind: a manual value
 // for a manual offer, an autoscale maximum for an autoscale one. The
-// resource's budget is rebuilt at the new rate. Returns NotFound (no such
+// resource's budget is rebuilt at the new rate. A container's default offer
+// replaced becomes its explicit throughput, stored and enforced like one set
+// at creation (Options.EnforceDefaultThroughput or not). Returns NotFound (no such
 // offer), PreconditionFailed (ifMatch is neither empty, "*" nor the offer's
 // etag) and BadRequest (body, kind change, limits).
 func (e *Engine) ReplaceOffer(ctx context.Context, id string, body []byte, ifMatch string) (Resource, error) {
@@ -195,6 +210,13 @@ func (e *Engine) ReplaceOffer(ctx context.Context, id string, body []byte, ifMat
 			return err
 		}
 		tp.ETag, tp.TS = etagFor(e.nextLSN()), now
+		if o.tp.Default {
+			// The default offer becomes explicit, like throughput set at
+			// creation: enforced whatever EnforceDefaultThroughput says.
+			if err := e.markProvisioned(tx); err != nil {
+				return err
+			}
+		}
 		var v []byte
 		if o.db != nil {
 			rec := *o.db

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -105,10 +106,13 @@ func TestOffersStoredWithResources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 2 {
-		t.Fatalf("offers: %d, want 2 (the shared database and the manual container)", len(list))
+	if len(list) != 3 {
+		t.Fatalf("offers: %d, want 3 (the shared database, the manual container, the default offer of the other)", len(list))
 	}
 	dbOffer, collOffer := decodeOffer(t, list[0]), decodeOffer(t, list[1])
+	if def := decodeOffer(t, list[2]); def.Content.OfferThroughput != 400 || def.Content.Autopilot != nil || def.ID == collOffer.ID {
+		t.Errorf("default offer: %+v", def)
+	}
 	if dbOffer.OfferResourceID != db.RID || dbOffer.Resource != "dbs/"+db.RID+"/" || dbOffer.Content.Autopilot == nil || dbOffer.Content.Autopilot.MaxThroughput != 4000 || dbOffer.Content.OfferThroughput != 400 {
 		t.Errorf("database offer: %+v", dbOffer)
 	}
@@ -177,8 +181,188 @@ func TestOffersStoredWithResources(t *testing.T) {
 	if err := e.DeleteDatabase(ctx, "shared"); err != nil {
 		t.Fatal(err)
 	}
+	if list, _ := e.ListOffers(ctx); len(list) != 1 {
+		t.Fatalf("offers after deletes: %d, want 1 (the default offer of plain/none)", len(list))
+	}
+	if err := e.DeleteDatabase(ctx, "plain"); err != nil {
+		t.Fatal(err)
+	}
 	if list, _ := e.ListOffers(ctx); len(list) != 0 {
-		t.Fatalf("offers after deletes: %d", len(list))
+		t.Fatalf("offers after deleting every resource: %d", len(list))
+	}
+}
+
+// offerOf returns the offer whose offerResourceId is rid, failing if there is
+// not exactly one.
+func offerOf(t *testing.T, e *Engine, rid string) offerBody {
+	t.Helper()
+	list, err := e.ListOffers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []offerBody
+	for _, r := range list {
+		if o := decodeOffer(t, r); o.OfferResourceID == rid {
+			found = append(found, o)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d offers for resource %s; want 1", len(found), rid)
+	}
+	return found[0]
+}
+
+// A container created without throughput in a database without shared
+// throughput has a 400 RU/s manual offer, visible but (by default) not
+// enforced: it throttles nothing and gives the purger no budget, exactly as
+// before offers were visible. Containers in a shared database have none.
+// Replaced, it becomes explicit and enforced; its id never changes.
+func TestDefaultOffer(t *testing.T) {
+	e := newTestEngine(t)
+	e.mustDB("db")
+	e.mustContainer("c", "")
+	if _, err := e.CreateDatabaseWithThroughput(ctx, []byte(`{"id":"shared"}`), mustThroughput(t, "1000", "")); err != nil {
+		t.Fatal(err)
+	}
+	inShared, err := e.CreateContainer(ctx, "shared", []byte(`{"id":"in","partitionKey":{"paths":["/pk"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, info, err := e.ReadContainer(ctx, "db", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := offerOf(t, e.Engine, info.RID)
+	var coll struct {
+		TS int64 `json:"_ts"`
+	}
+	json.Unmarshal(res.Body, &coll)
+	if def.Content.OfferThroughput != 400 || def.Content.Autopilot != nil || def.ETag == "" || !strings.HasSuffix(def.Resource, "/colls/"+info.RID+"/") {
+		t.Errorf("default offer %+v", def)
+	}
+	read, err := e.ReadOffer(ctx, def.ID)
+	if err != nil || decodeOffer(t, read) != def || read.ETag != def.ETag {
+		t.Errorf("ReadOffer(%s) = %s, %v; want the listed offer", def.ID, read.Body, err)
+	}
+	var ts struct {
+		TS int64 `json:"_ts"`
+	}
+	json.Unmarshal(read.Body, &ts)
+	if ts.TS != coll.TS || ts.TS == 0 {
+		t.Errorf("default offer _ts %d; want the container's %d", ts.TS, coll.TS)
+	}
+	list, _ := e.ListOffers(ctx)
+	for _, r := range list {
+		if decodeOffer(t, r).OfferResourceID == inShared.RID {
+			t.Errorf("a container in a shared database has an offer: %s", r.Body)
+		}
+	}
+
+	// Not enforced: no budget, nothing throttled, whatever is charged.
+	if b := e.budget(t, "c"); b != nil {
+		t.Fatalf("BudgetFor a default offer: rate %v; want none", b.Rate())
+	}
+	adm, err := e.Admit(ctx, "db", "c")
+	if err != nil || adm.bucket != nil {
+		t.Fatalf("Admit under a default offer: %+v %v", adm, err)
+	}
+
+	// Stable across a container replace and a restart.
+	if _, err := e.ReplaceContainer(ctx, "db", "c", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":5}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	if again := offerOf(t, e.Engine, info.RID); again.ID != def.ID || again.ETag != def.ETag || again.Content.OfferThroughput != 400 {
+		t.Errorf("after a container replace and a reopen: %+v; want %+v", again, def)
+	}
+
+	// Replaced (If-Match honoured): explicit, enforced, same id, new etag.
+	if _, err := e.ReplaceOffer(ctx, def.ID, []byte(`{"content":{"offerThroughput":500}}`), `"stale"`); lethe.ErrorCode(err) != lethe.CodePreconditionFailed {
+		t.Fatalf("stale If-Match: %v", err)
+	}
+	if _, err := e.ReplaceOffer(ctx, def.ID, []byte(`{"content":{"offerAutopilotSettings":{"maxThroughput":4000}}}`), ""); lethe.ErrorCode(err) != lethe.CodeBadRequest {
+		t.Fatalf("a default offer is manual: %v", err)
+	}
+	put, err := e.ReplaceOffer(ctx, def.ID, []byte(`{"content":{"offerThroughput":500}}`), def.ETag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := decodeOffer(t, put); o.ID != def.ID || o.ETag == def.ETag || o.Content.OfferThroughput != 500 {
+		t.Errorf("replaced default offer %+v", o)
+	}
+	e.reopen()
+	if b := e.budget(t, "c"); b == nil || b.Rate() != 500 {
+		t.Fatalf("a replaced default offer governs after a reopen: %v", b)
+	}
+	if o := offerOf(t, e.Engine, info.RID); o.ID != def.ID || o.Content.OfferThroughput != 500 {
+		t.Errorf("after reopen: %+v", o)
+	}
+
+	// Gone with the container; a container of the same name gets a new id.
+	if err := e.DeleteContainer(ctx, "db", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ReadOffer(ctx, def.ID); lethe.ErrorCode(err) != lethe.CodeNotFound {
+		t.Errorf("offer of a deleted container: %v", err)
+	}
+	e.mustContainer("c", "")
+	_, info2, _ := e.ReadContainer(ctx, "db", "c")
+	if o := offerOf(t, e.Engine, info2.RID); o.ID == def.ID || o.ETag == def.ETag {
+		t.Errorf("the new container reuses the old offer's id or etag: %+v", o)
+	}
+}
+
+// Under EnforceDefaultThroughput the default offer governs like a manual
+// 400 RU/s offer: requests are throttled and the purge gets its spare
+// capacity. A container in a shared database stays on the database's.
+func TestEnforcedDefaultOffer(t *testing.T) {
+	e := openTestEngine(t, newMemStore(t), Options{DisableBackground: true, EnforceDefaultThroughput: true})
+	e.mustDB("db")
+	e.mustContainer("c", "")
+	b := e.budget(t, "c")
+	if b == nil || b.Rate() != 400 {
+		t.Fatalf("BudgetFor an enforced default offer: %v", b)
+	}
+	adm, err := e.Admit(ctx, "db", "c")
+	if err != nil || adm.bucket != b {
+		t.Fatalf("Admit: %+v %v", adm, err)
+	}
+	adm.Charge(1000)
+	if _, err := e.Admit(ctx, "db", "c"); lethe.ErrorCode(err) != lethe.CodeTooManyRequests {
+		t.Fatalf("an exhausted default budget admits: %v", err)
+	}
+
+	// The purge of a container under an enforced default offer runs on its
+	// spare capacity: none while users have spent the second's budget.
+	e.mustContainer("ttl", `"defaultTtl":10`)
+	for i := range 20 {
+		if err := e.create("ttl", fmt.Sprintf(`{"id":"d%d","pk":"p"}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.Advance(20 * time.Second)
+	adm, err = e.Admit(ctx, "db", "ttl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm.Charge(400)
+	if n, err := e.purge(ctx, true); err != nil || n != 0 {
+		t.Fatalf("purge with no spare capacity under an enforced default offer deleted %d (%v), want 0", n, err)
+	}
+	e.clock.Advance(1100 * time.Millisecond)
+	if n, err := e.purge(ctx, true); err != nil || n != 20 {
+		t.Fatalf("purge with 400 RU spare deleted %d (%v), want 20", n, err)
+	}
+
+	if _, err := e.CreateDatabaseWithThroughput(ctx, []byte(`{"id":"shared"}`), mustThroughput(t, "1000", "")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateContainer(ctx, "shared", []byte(`{"id":"in","partitionKey":{"paths":["/pk"]}}`)); err != nil {
+		t.Fatal(err)
+	}
+	budget, err := e.BudgetFor(ctx, "shared", "in")
+	if err != nil || budget == nil || budget.Rate() != 1000 {
+		t.Fatalf("a container in a shared database: %v %v; want the database's 1000 RU/s", budget, err)
 	}
 }
 

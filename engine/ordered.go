@@ -73,11 +73,11 @@ func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec) (*
 
 // orderedSource yields the documents of an ordered plan.
 type orderedSource struct {
-	s        *scope
-	r        kv.Reader
-	plan     *orderedPlan
-	filter   *docFilter
-	prefix   []byte
+	s      *scope
+	r      kv.Reader
+	plan   *orderedPlan
+	filter *docFilter
+	prefix []byte
 
 	ri      int         // next range
 	it      kv.Iterator // current range

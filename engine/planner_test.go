@@ -213,7 +213,7 @@ func TestIndexPolicyPaths(t *testing.T) {
 	if policyFromPaths("none", []string{"/*"}, nil).indexed([]string{"a"}) {
 		t.Error("mode none indexes")
 	}
-	for _, bad := range []string{"a", "/", "/?", "/a", "/a/", `/"a/?`, "/a*/?", "/a/b"} {
+	for _, bad := range []string{"a", "", "//", "/?", "/a", "/a/", `/"a/?`, "/a*/?", "/a/b"} {
 		if _, err := parsePathPattern(bad); err == nil {
 			t.Errorf("parsePathPattern(%q) accepted", bad)
 		}

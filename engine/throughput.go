@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -21,6 +23,51 @@ type Throughput struct {
 	// is replaced.
 	ETag string `json:"etag,omitempty"`
 	TS   int64  `json:"ts,omitempty"`
+	// Default marks a container's default offer (see defaultOffer): derived,
+	// never stored, and enforced only under
+	// Options.EnforceDefaultThroughput.
+	Default bool `json:"-"`
+}
+
+// defaultManualRU is the throughput of the offer a container gets when it is
+// created without throughput in a database without shared throughput, as in
+// Cosmos DB and its emulator.
+const defaultManualRU = 400
+
+// defaultOffer returns the default offer of container c: 400 RU/s manual.
+// It is derived, not stored, so containers of every data directory have one
+// without a migration. Its etag is fixed for the container's life: the
+// container's RID counter in an etag no write can produce (write etags carry
+// an LSN, microseconds since 1970, whose top 16 bits are never zero). Its
+// _ts (TS) is left 0: defaultOfferTS gives it for the offers API.
+func defaultOffer(c *collRecord) *Throughput {
+	r := c.rid()
+	n := uint64(binary.LittleEndian.Uint32(r[4:]) &^ 0x80000000)
+	return &Throughput{Manual: defaultManualRU, ETag: fmt.Sprintf(`"00000000-0000-0000-0000-%012x"`, n), Default: true}
+}
+
+// defaultOfferTS is the _ts of container c's default offer: the container's
+// _ts (0 if its body has none).
+func defaultOfferTS(c *collRecord) int64 {
+	var body struct {
+		TS int64 `json:"_ts"`
+	}
+	_ = json.Unmarshal(c.Body, &body)
+	return body.TS
+}
+
+// containerThroughput returns the throughput of container c's own offer: its
+// explicit throughput (set at creation or by replacing its offer), else its
+// default offer; nil when it has none, because its database's shared
+// throughput governs it. The number of RU/s is its budget().
+func containerThroughput(db *dbRecord, c *collRecord) *Throughput {
+	switch {
+	case c.Throughput != nil:
+		return c.Throughput
+	case db.Throughput != nil:
+		return nil
+	}
+	return defaultOffer(c)
 }
 
 // budget is the RU/s the resource's bucket enforces: the manual value, or an

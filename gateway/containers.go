@@ -45,13 +45,21 @@ func (s *Server) listContainers(w http.ResponseWriter, rq *request) {
 }
 
 func (s *Server) getContainer(w http.ResponseWriter, rq *request) {
-	res, _, err := s.opts.Engine.ReadContainer(rq.r.Context(), rq.segs[1], rq.segs[3])
+	res, info, err := s.opts.Engine.ReadContainer(rq.r.Context(), rq.segs[1], rq.segs[3])
 	if err != nil {
 		s.writeError(w, rq, err)
 		return
 	}
 	rq.charge = res.Charge
 	rq.ridPath = res.RID
+	// Every container read says how far a re-index after a policy change
+	// has got (100: done, queries use the new index), and a lazy container
+	// how far its lazy indexing has (always done: Lethe indexes lazy
+	// containers in the write's own commit), as Cosmos DB does.
+	setHeader(w.Header(), "X-Ms-Documentdb-Collection-Index-Transformation-Progress", strconv.Itoa(info.IndexProgress))
+	if info.IndexingMode == "lazy" {
+		setHeader(w.Header(), "X-Ms-Documentdb-Collection-Lazy-Indexing-Progress", "100")
+	}
 	if rq.flag("x-ms-documentdb-populatequotainfo") {
 		u, err := s.opts.Engine.ContainerUsage(rq.r.Context(), rq.segs[1], rq.segs[3])
 		if err != nil {
@@ -67,13 +75,24 @@ func (s *Server) getContainer(w http.ResponseWriter, rq *request) {
 	rq.writeResource(w, http.StatusOK, res.ETag, res.Body)
 }
 
-// setQuotaHeaders reports a container's quota and usage as Cosmos DB does:
-// sizes in KB (rounded up), documentSize in MB; -1 is "no limit". Expired
-// documents are not counted, from the instant they expire.
+// quotaHeader is x-ms-resource-quota for a container, as Cosmos DB reports
+// it today: a physical partition's 50 GB as documentSize (MB), documentsSize
+// and collectionSize (KB), and no limit (-1) on the number of documents.
+// Clients compare usage with it (CollectionSizeUsage against
+// CollectionSizeQuota in .NET v2), so sizes are never -1. Lethe enforces
+// none of them.
+const quotaHeader = "functions=25;storedProcedures=100;triggers=25;documentSize=51200;documentsSize=52428800;documentsCount=-1;collectionSize=52428800;"
+
+// setQuotaHeaders reports a container's quota and usage in Cosmos DB's
+// format: documentsSize and collectionSize in KB (rounded up), documentSize
+// the collection size in MB (rounded down), documentsCount a count; no
+// scripts. collectionSize is the stored size of the documents: Lethe does not
+// add its index's size, which Cosmos DB's figure includes. Expired documents
+// are not counted, from the instant they expire.
 func setQuotaHeaders(h http.Header, u engine.Usage) {
 	kb := (u.Bytes + 1023) / 1024
-	setHeader(h, "X-Ms-Resource-Quota", "functions=25;storedProcedures=100;triggers=25;documentSize=-1;documentsSize=-1;documentsCount=-1;collectionSize=-1;")
-	setHeader(h, "X-Ms-Resource-Usage", "functions=0;storedProcedures=0;triggers=0;documentSize="+strconv.FormatInt(u.Bytes>>20, 10)+
+	setHeader(h, "X-Ms-Resource-Quota", quotaHeader)
+	setHeader(h, "X-Ms-Resource-Usage", "functions=0;storedProcedures=0;triggers=0;documentSize="+strconv.FormatInt(kb/1024, 10)+
 		";documentsSize="+strconv.FormatInt(kb, 10)+";documentsCount="+strconv.FormatInt(u.Documents, 10)+
 		";collectionSize="+strconv.FormatInt(kb, 10)+";")
 }

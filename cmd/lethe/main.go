@@ -188,6 +188,7 @@ type config struct {
 	consistency string
 	inMemory    bool
 	noPurge     bool
+	enforceRU   bool
 	logLevel    string
 	logFormat   string
 	cpuProfile  string
@@ -218,6 +219,7 @@ func parseServeFlags(args []string, help io.Writer) (*config, error) {
 	// Expiry is decided inline on every request, so turning the purger off
 	// changes nothing clients see; tests use it to prove exactly that.
 	fs.BoolVar(&c.noPurge, "disable-purger", envBool("LETHE_DISABLE_PURGER"), "never physically delete expired documents (they stay invisible to clients): for tests of TTL semantics (LETHE_DISABLE_PURGER)")
+	fs.BoolVar(&c.enforceRU, "enforce-default-throughput", envBool("LETHE_ENFORCE_DEFAULT_THROUGHPUT"), "throttle containers created without throughput at their default offer's 400 RU/s, as Cosmos DB does; off, like the emulator without /EnableRateLimiting (LETHE_ENFORCE_DEFAULT_THROUGHPUT)")
 	fs.StringVar(&c.logLevel, "log-level", env("LETHE_LOG_LEVEL", "info"), "debug, info, warn or error (LETHE_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("LETHE_LOG_FORMAT", "text"), "text or json (LETHE_LOG_FORMAT)")
 	fs.StringVar(&c.clock, "clock", env("LETHE_CLOCK", clockWall), "server clock: wall, or manual to move it only through the admin API /_lethe/clock, for tests of TTL without sleeping (LETHE_CLOCK)")
@@ -370,7 +372,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		}
 	}()
 	now, manual := serverClock(c.clock)
-	eng, err := engine.Open(ctx, engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, Activity: users, StoreBusy: store.Compacting,
+	eng, err := engine.Open(ctx, engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, EnforceDefaultThroughput: c.enforceRU, Activity: users, StoreBusy: store.Compacting,
 		ServeAllCrossPartitionQueries: c.allQueries})
 	if err != nil {
 		return err

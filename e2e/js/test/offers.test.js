@@ -44,15 +44,21 @@ test("offers: manual and autoscale round trips", async () => {
   const autoReplaced = await autoHandle.replace(autoOffer);
   assert.equal(autoReplaced.resource.content.offerAutopilotSettings.maxThroughput, 5000);
 
-  // A container without throughput has no offer.
-  const noOffer = await none.readOffer();
-  assert.equal(noOffer.resource, undefined);
+  // A container created without throughput (in a database without shared
+  // throughput) has Cosmos DB's default offer: 400 RU/s manual.
+  const { resource: noneDef } = await none.read();
+  const { resource: defaultOffer } = await none.readOffer();
+  assert.equal(defaultOffer.offerResourceId, noneDef._rid);
+  assert.equal(defaultOffer.resource, noneDef._self);
+  assert.equal(defaultOffer.content.offerThroughput, 400);
+  assert.equal(defaultOffer.content.offerAutopilotSettings, undefined);
+  const { resource: defaultById } = await cosmos.offer(defaultOffer.id).read();
+  assert.deepEqual(defaultById, defaultOffer);
 
   // client.offers lists and queries every offer.
   const { resources: all } = await cosmos.offers.readAll().fetchAll();
   assert.ok(all.some((o) => o.id === offer.id) && all.some((o) => o.id === autoOffer.id));
-  const { resource: noneDef } = await none.read();
-  assert.ok(!all.some((o) => o.offerResourceId === noneDef._rid));
+  assert.ok(all.some((o) => o.id === defaultOffer.id && o.offerResourceId === noneDef._rid));
   const { resources: found } = await cosmos.offers
     .query({ query: "SELECT * FROM o WHERE o.offerResourceId = @rid", parameters: [{ name: "@rid", value: def._rid }] })
     .fetchAll();
@@ -68,6 +74,10 @@ test("offers: shared database throughput and validation", async () => {
     .fetchAll();
   assert.equal(resources.length, 1);
   assert.equal(resources[0].content.offerThroughput, 800);
+  // Its containers share it: no offer of their own, not even a default one.
+  const { container: inner } = await database.containers.create({ id: uid("inner"), partitionKey: { paths: ["/pk"] } });
+  const innerOffer = await inner.readOffer();
+  assert.equal(innerOffer.resource, undefined);
   await rejectsWithCode(() => cosmos.databases.create({ id: uid("bad"), throughput: 350 }), 400);
   await rejectsWithCode(() => cosmos.databases.create({ id: uid("bad"), maxThroughput: 1500 }), 400);
   await rejectsWithCode(

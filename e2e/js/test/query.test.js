@@ -719,13 +719,13 @@ test("databases, containers and offers queries", async () => {
   assert.ok(count[0] >= 2);
   await rejectsWithCode(() => cosmos.databases.query("SELECT * FROM d WHERE").fetchAll(), 400, /1:22/);
 
-  // Lethe provisions no throughput: the offers query the SDK uses finds
-  // nothing, as for a container without its own throughput.
+  // The offers query the SDK uses finds the container's default offer
+  // (created without throughput: 400 RU/s manual).
   const { resource: def } = await multi.read();
   const { resources: offers } = await cosmos.offers.query({ query: "SELECT * FROM root r WHERE r.resource = @self", parameters: [{ name: "@self", value: def._self }] }).fetchAll();
-  assert.deepEqual(offers, []);
+  assert.deepEqual(offers.map((o) => [o.offerResourceId, o.content.offerThroughput]), [[def._rid, 400]]);
   const { resource: offer } = await multi.readOffer();
-  assert.equal(offer, undefined);
+  assert.equal(offer.id, offers[0].id);
 });
 
 test("hierarchical partition keys: a prefix scopes the query", async () => {
