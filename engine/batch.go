@@ -182,3 +182,103 @@ func (e *Engine) batchOp(tx kv.Tx, s *scope, pk lethe.PartitionKey, op BatchOp, 
 		return BatchResult{Outcome: OutcomeOK, Resource: s.resource(rec, s.writeCharge(len(rec.json)))}, nil
 	}
 }
+
+// BulkOp is one operation of a bulk (non-atomic) batch: a batch operation
+// with its own partition key.
+type BulkOp struct {
+	BatchOp
+	PK lethe.PartitionKey
+}
+
+// errBulkOpFailed rolls back one failed bulk operation's transaction.
+var errBulkOpFailed = errors.New("engine: bulk operation failed")
+
+// ExecuteBulk runs the operations of a non-atomic batch (what the SDKs' bulk
+// executors send, one request per partition key range) independently, each
+// in its own transaction: a failed operation changes nothing and the others
+// still run, unless continueOnError is false, when the operations after the
+// first failure are not run (FailedDependency). sc confines them to a
+// partition key range: an operation whose key lies outside it fails with
+// Gone (substatus 1002), so that the client routes it again. Returns
+// BadRequest (a malformed request), NotFound (container), Gone (range).
+func (e *Engine) ExecuteBulk(ctx context.Context, dbID, collID string, sc Scope, ops []BulkOp, continueOnError bool) ([]BatchResult, error) {
+	defer e.begin()()
+	if len(ops) == 0 {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "The batch request did not contain any operations.")
+	}
+	if len(ops) > maxBatchOps {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "The batch request has %d operations; the limit is %d.", len(ops), maxBatchOps)
+	}
+	var inRange *docFilter
+	err := e.store.View(ctx, func(r kv.Reader) error {
+		now, _, err := e.instant(ctx)
+		if err != nil {
+			return err
+		}
+		s, err := e.scope(r, dbID, collID, now)
+		if err != nil {
+			return err
+		}
+		inRange, _, err = s.filter(nil, false, sc)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	results := make([]BatchResult, len(ops))
+	failed := false
+	for i, op := range ops {
+		if failed && !continueOnError {
+			results[i] = BatchResult{Err: lethe.Errorf(lethe.CodeFailedDependency, "Operation was not performed because an earlier operation of the batch failed.")}
+			continue
+		}
+		results[i] = e.bulkOp(ctx, dbID, collID, op, inRange)
+		failed = failed || results[i].Err != nil
+	}
+	return results, nil
+}
+
+// bulkOp runs one operation of a bulk batch in its own transaction.
+func (e *Engine) bulkOp(ctx context.Context, dbID, collID string, op BulkOp, inRange *docFilter) BatchResult {
+	if op.PK == nil {
+		return BatchResult{Err: pkRequired()}
+	}
+	var patch *Patch
+	switch strings.ToLower(op.Type) {
+	case "create", "upsert", "replace":
+		if len(op.Body) == 0 {
+			return BatchResult{Err: lethe.Errorf(lethe.CodeBadRequest, "The operation (%s) has no resourceBody.", op.Type)}
+		}
+	case "patch":
+		p, err := ParsePatch(op.Body)
+		if err != nil {
+			return BatchResult{Err: err}
+		}
+		patch = p
+	case "read", "delete":
+	default:
+		return BatchResult{Err: lethe.Errorf(lethe.CodeBadRequest, "The operation has an invalid operationType '%s'.", op.Type)}
+	}
+	var res BatchResult
+	err := e.update(ctx, dbID, collID, func(tx kv.Tx, s *scope) error {
+		pk, err := normalizePK(op.PK, s.c.PKPaths)
+		if err != nil {
+			res = BatchResult{Err: err}
+			return errBulkOpFailed
+		}
+		if !inRange.match(appendTuple(nil, pk)) {
+			res = BatchResult{Err: &lethe.Error{Code: lethe.CodeGone, SubStatus: 1002, Message: "The operation's partition key is not in the partition key range the request was sent to: refresh the partition key ranges."}}
+			return errBulkOpFailed
+		}
+		res, err = e.batchOp(tx, s, pk, op.BatchOp, patch)
+		if err != nil {
+			res = BatchResult{Err: err}
+			return errBulkOpFailed
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errBulkOpFailed) {
+		return BatchResult{Err: err}
+	}
+	return res
+}

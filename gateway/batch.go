@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/lethe-db/lethe"
@@ -21,21 +23,27 @@ type batchOpJSON struct {
 
 type batchResultJSON struct {
 	StatusCode    int             `json:"statusCode"`
+	SubStatusCode int             `json:"subStatusCode,omitempty"`
+	Message       string          `json:"message,omitempty"`
 	RequestCharge float64         `json:"requestCharge"`
 	ETag          string          `json:"eTag,omitempty"`
 	ResourceBody  json.RawMessage `json:"resourceBody,omitempty"`
 }
 
-// batch serves a transactional batch: 200 with every result when it committed,
-// 207 when it did not, where the failing operation has its own status and the
-// others 424.
+// batch serves a batch of document operations (x-ms-cosmos-is-batch-request):
+// a transactional batch (x-ms-cosmos-batch-atomic: true, one partition key:
+// 200 with every result when it committed, 207 when it did not, where the
+// failing operation has its own status and the others 424), or a bulk batch
+// (atomic false: the SDKs' bulk executors send one per partition key range,
+// each operation with its own key, each run on its own: 207 when any failed).
 func (s *Server) batch(w http.ResponseWriter, rq *request) {
+	atomic := !strings.EqualFold(strings.TrimSpace(rq.header("x-ms-cosmos-batch-atomic")), "false")
 	pk, err := rq.partitionKey()
 	if err != nil {
 		s.writeError(w, rq, err)
 		return
 	}
-	if pk == nil {
+	if pk == nil && atomic {
 		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "A transactional batch requires the x-ms-documentdb-partitionkey header."))
 		return
 	}
@@ -49,35 +57,59 @@ func (s *Server) batch(w http.ResponseWriter, rq *request) {
 		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "The batch request body must be a JSON array of operations: %s", err.Error()))
 		return
 	}
-	ops := make([]engine.BatchOp, len(raw))
+	ops := make([]engine.BulkOp, len(raw))
 	for i, op := range raw {
-		if op.PartitionKey != "" {
-			opk, err := parsePartitionKeyHeader(op.PartitionKey)
-			if err != nil {
-				s.writeError(w, rq, err)
-				return
-			}
-			if !opk.Equal(pk) {
-				s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "Batch operation %d has partition key %s; every operation of a batch must use the request's key %s.", i, opk, pk))
-				return
-			}
+		ops[i] = engine.BulkOp{BatchOp: engine.BatchOp{Type: op.OperationType, ID: op.ID, Body: op.ResourceBody, IfMatch: op.IfMatch, IfNoneMatch: op.IfNoneMatch}, PK: pk}
+		if op.PartitionKey == "" {
+			continue
 		}
-		ops[i] = engine.BatchOp{Type: op.OperationType, ID: op.ID, Body: op.ResourceBody, IfMatch: op.IfMatch, IfNoneMatch: op.IfNoneMatch}
+		opk, err := parsePartitionKeyHeader(op.PartitionKey)
+		if err != nil {
+			s.writeError(w, rq, err)
+			return
+		}
+		if atomic && !opk.Equal(pk) {
+			s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "Batch operation %d has partition key %s; every operation of a batch must use the request's key %s.", i, opk, pk))
+			return
+		}
+		ops[i].PK = opk
 	}
-	results, committed, err := s.opts.Engine.ExecuteBatch(rq.r.Context(), rq.segs[1], rq.segs[3], pk, ops)
+	var results []engine.BatchResult
+	committed := true
+	if atomic {
+		batchOps := make([]engine.BatchOp, len(ops))
+		for i := range ops {
+			batchOps[i] = ops[i].BatchOp
+		}
+		results, committed, err = s.opts.Engine.ExecuteBatch(rq.r.Context(), rq.segs[1], rq.segs[3], pk, batchOps)
+	} else {
+		continueOnError := !strings.EqualFold(strings.TrimSpace(rq.header("x-ms-cosmos-batch-continue-on-error")), "false")
+		results, err = s.opts.Engine.ExecuteBulk(rq.r.Context(), rq.segs[1], rq.segs[3], rq.rangeScope(), ops, continueOnError)
+		for _, r := range results {
+			committed = committed && r.Err == nil
+		}
+	}
 	if err != nil {
 		s.writeError(w, rq, err)
 		return
 	}
 	out := make([]batchResultJSON, len(results))
 	total := 0.0
-	containerRID, rangeID := "", ""
+	containerRID := ""
+	var ranges []string
 	for i, r := range results {
 		if r.ContainerRID != "" {
-			containerRID, rangeID = r.ContainerRID, r.RangeID
+			containerRID = r.ContainerRID
+			if !slices.Contains(ranges, r.RangeID) {
+				ranges = append(ranges, r.RangeID)
+			}
 		}
 		if r.Err != nil {
 			out[i] = batchResultJSON{StatusCode: statusFor(r.Err), RequestCharge: 0}
+			var e *lethe.Error
+			if errors.As(r.Err, &e) {
+				out[i].SubStatusCode, out[i].Message = e.SubStatus, e.Message
+			}
 			continue
 		}
 		st := http.StatusOK
@@ -96,7 +128,7 @@ func (s *Server) batch(w http.ResponseWriter, rq *request) {
 		total += r.Charge
 	}
 	rq.charge = max(total, 1)
-	s.sessionFor(rq, containerRID, rangeID)
+	s.sessionFor(rq, containerRID, ranges...)
 	status := http.StatusOK
 	if !committed {
 		status = http.StatusMultiStatus
