@@ -190,3 +190,88 @@ func TestPartitionKeyRanges(t *testing.T) {
 	s.do(t, "POST", docsPath("ranges", "multi"), hdr("Content-Type", "application/query+json", "x-ms-documentdb-isquery", "true",
 		"x-ms-documentdb-partitionkeyrangeid", "0", "x-ms-start-epk", "zz", "x-ms-end-epk", "FF"), []byte(`{"query":"SELECT * FROM c"}`)).wantError(t, "epk zz", http.StatusBadRequest)
 }
+
+// TestBulkBatch: a non-atomic batch (what the SDKs' bulk executors send, one
+// per partition key range) runs each operation on its own: a failing one
+// changes nothing and the others land; an operation whose key lies outside
+// the range it was sent to fails with 410/1002 so the client re-routes it;
+// with continue-on-error false the operations after a failure are not run.
+func TestBulkBatch(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, serverOpts{InMemory: true})
+	db := mustDatabase(t, s.client(t), "bulk")
+	tp := azcosmos.NewManualThroughputProperties(20_000)
+	if _, err := db.CreateContainer(context.Background(), pkContainer("c", nil), &azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
+		t.Fatal(err)
+	}
+	bulk := func(rangeID string, continueOnError bool, ops string) (rawResponse, []map[string]any) {
+		h := hdr("x-ms-cosmos-is-batch-request", "true", "x-ms-cosmos-batch-atomic", "false",
+			"x-ms-cosmos-batch-continue-on-error", fmt.Sprint(continueOnError), "x-ms-documentdb-partitionkeyrangeid", rangeID)
+		r := s.do(t, "POST", docsPath("bulk", "c"), h, []byte(ops))
+		var results []map[string]any
+		if err := json.Unmarshal(r.Body, &results); err != nil {
+			t.Fatalf("bulk response %s", r.Body)
+		}
+		return r, results
+	}
+	statuses := func(results []map[string]any) []int {
+		var out []int
+		for _, r := range results {
+			out = append(out, int(r["statusCode"].(float64)))
+		}
+		return out
+	}
+	// Find which of two keys lives in which range, by asking each range.
+	rangeOf := map[string]string{}
+	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
+		for _, rg := range []string{"0", "1"} {
+			r, res := bulk(rg, true, `[{"operationType":"Create","partitionKey":"[\"`+k+`\"]","resourceBody":{"id":"probe","pk":"`+k+`"}}]`)
+			if st := statuses(res)[0]; st == http.StatusCreated {
+				rangeOf[k] = rg
+				if !strings.HasPrefix(r.Header.Get("x-ms-session-token"), rg+":") {
+					t.Errorf("bulk in range %s: session token %q", rg, r.Header.Get("x-ms-session-token"))
+				}
+			} else if st != http.StatusGone || res[0]["subStatusCode"] != float64(1002) {
+				t.Fatalf("create of key %s in range %s: %v", k, rg, res[0])
+			}
+		}
+		if rangeOf[k] == "" {
+			t.Fatalf("key %s is in neither range", k)
+		}
+	}
+	var in, out string // a key in range 0 and one outside it
+	for k, rg := range rangeOf {
+		if rg == "0" {
+			in = k
+		} else {
+			out = k
+		}
+	}
+	if in == "" || out == "" {
+		t.Fatalf("six keys all fell in one range: %v", rangeOf)
+	}
+	op := func(typ, pk, body string) string {
+		return `{"operationType":"` + typ + `","partitionKey":"[\"` + pk + `\"]","id":"x","resourceBody":` + body + `}`
+	}
+	r, res := bulk("0", true, "["+op("Create", in, `{"id":"x","pk":"`+in+`"}`)+","+op("Create", in, `{"id":"x","pk":"`+in+`"}`)+","+
+		op("Create", out, `{"id":"x","pk":"`+out+`"}`)+","+op("Upsert", in, `{"id":"y","pk":"`+in+`"}`)+"]")
+	if r.Status != http.StatusMultiStatus || !slices.Equal(statuses(res), []int{201, 409, 410, 201}) {
+		t.Fatalf("bulk with failures: %d %v", r.Status, statuses(res))
+	}
+	_, res = bulk("0", false, "["+op("Read", in, `null`)+","+op("Create", in, `{"id":"x","pk":"`+in+`"}`)+","+op("Delete", in, `null`)+"]")
+	if !slices.Equal(statuses(res), []int{200, 409, 424}) {
+		t.Fatalf("bulk without continue-on-error: %v", statuses(res))
+	}
+	if readStatus(t, mustContainerClient(t, db, "c"), azcosmos.NewPartitionKeyString(in), "x") != http.StatusOK {
+		t.Error("the operation after the failure ran")
+	}
+}
+
+func mustContainerClient(t *testing.T, db *azcosmos.DatabaseClient, id string) *azcosmos.ContainerClient {
+	t.Helper()
+	cc, err := db.NewContainer(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cc
+}
