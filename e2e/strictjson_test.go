@@ -144,7 +144,7 @@ func TestAmbiguousJSON(t *testing.T) {
 		}
 
 		for value, want := range map[string]string{
-			`{"a":1,"a":2}`:           `^` + notJSON + `duplicate property name 'a' at offset \d+\.$`,
+			`{"a":1,"a":2}`:          `^` + notJSON + `duplicate property name 'a' at offset \d+\.$`,
 			strings.Repeat("9", 400): `^` + notJSON + `the number '9{64}\.\.\.' at offset \d+ does not fit a 64-bit floating-point value\.$`,
 		} {
 			pager := cc.NewQueryItemsPager("SELECT * FROM c WHERE c.v = @v", pk, &azcosmos.QueryOptions{

@@ -46,10 +46,10 @@ func TestAmbiguousJSONRefused(t *testing.T) {
 	}
 	// Patch, in both SDKs' forms.
 	for body, msg := range map[string]string{
-		`{"operations":[{"op":"set","path":"/v","value":2}],"operations":[]}`:               "The request body is not valid JSON: duplicate property name 'operations' at offset 51.",
-		`[{"op":"set","path":"/v","value":{"k":1,"k":2}}]`:                                  "The request body is not valid JSON: duplicate property name 'k' at offset 40.",
-		`[{"op":"set","op":"remove","path":"/v","value":1}]`:                                "The request body is not valid JSON: duplicate property name 'op' at offset 13.",
-		`[{"op":"incr","path":"/v","value":1e999}]`:                                         "The request body is not valid JSON: the number '1e999' at offset 34 does not fit a 64-bit floating-point value.",
+		`{"operations":[{"op":"set","path":"/v","value":2}],"operations":[]}`:                                "The request body is not valid JSON: duplicate property name 'operations' at offset 51.",
+		`[{"op":"set","path":"/v","value":{"k":1,"k":2}}]`:                                                   "The request body is not valid JSON: duplicate property name 'k' at offset 40.",
+		`[{"op":"set","op":"remove","path":"/v","value":1}]`:                                                 "The request body is not valid JSON: duplicate property name 'op' at offset 13.",
+		`[{"op":"incr","path":"/v","value":1e999}]`:                                                          "The request body is not valid JSON: the number '1e999' at offset 34 does not fit a 64-bit floating-point value.",
 		`{"condition":"FROM c","condition":"FROM c WHERE false","operations":[{"op":"remove","path":"/v"}]}`: "The request body is not valid JSON: duplicate property name 'condition' at offset 22.",
 	} {
 		_, err := ParsePatch([]byte(body))

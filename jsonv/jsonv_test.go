@@ -97,4 +97,3 @@ func TestFromGo(t *testing.T) {
 		t.Errorf("FromGo(3.0) = %v", v)
 	}
 }
-
