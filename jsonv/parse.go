@@ -1,7 +1,6 @@
 package jsonv
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"unicode/utf16"
@@ -52,11 +51,11 @@ func (e *NumberRangeError) Error() string {
 
 // clip shortens s for an error message.
 func clip(s string) string {
-	const max = 64
-	if len(s) <= max {
+	const limit = 64 // bytes
+	if len(s) <= limit {
 		return s
 	}
-	i := max
+	i := limit
 	for i > 0 && !utf8.RuneStart(s[i]) {
 		i--
 	}
@@ -91,10 +90,10 @@ func ParseObject(b []byte) (*Object, error) {
 }
 
 // ParseStoredObject decodes a JSON object that Lethe stored itself. It differs
-// from ParseObject in one way: a number too large for a double is read (its
-// Float64 is ±Inf) rather than refused, so that documents stored before Parse
-// refused such numbers stay readable, queryable and indexable. Duplicate
-// names, which Lethe never stores, keep the last value.
+// from ParseObject only where stored JSON may predate Parse's checks: a number
+// too large for a double is read (its Float64 is ±Inf) rather than refused, so
+// that documents stored by earlier builds stay readable, queryable and
+// indexable; and duplicate names, which Lethe never stores, keep the last value.
 func ParseStoredObject(b []byte) (*Object, error) {
 	p := parser{b: b, stored: true}
 	v, err := p.parse()
@@ -110,15 +109,6 @@ func asObject(v Value) (*Object, error) {
 		return nil, &SyntaxError{Offset: 0, Msg: "expected a JSON object, found " + TypeName(v)}
 	}
 	return o, nil
-}
-
-// IsSyntax reports whether err is one of the errors Parse returns for input it
-// refuses: *SyntaxError, *DuplicateNameError or *NumberRangeError.
-func IsSyntax(err error) bool {
-	var se *SyntaxError
-	var de *DuplicateNameError
-	var ne *NumberRangeError
-	return errors.As(err, &se) || errors.As(err, &de) || errors.As(err, &ne)
 }
 
 // wideObject is the member count from which object() finds duplicates with a
