@@ -64,7 +64,7 @@ func checkContainer(r kv.Reader, l *layout, building bool) []error {
 			errs = append(errs, fmt.Errorf("document %x: %w", suffix, err))
 			continue
 		}
-		o, err := jsonv.ParseObject(rec.json)
+		o, err := jsonv.ParseStoredObject(rec.json)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("document %x: stored JSON is invalid: %w", suffix, err))
 			continue

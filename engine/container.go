@@ -300,9 +300,6 @@ func containerSettings(o *jsonv.Object, old *collRecord) (*collRecord, error) {
 	if err != nil {
 		return nil, lethe.Errorf(lethe.CodeBadRequest, "%s", err.Error())
 	}
-	if !p.On {
-		o.Delete("defaultTtl") // null means absent
-	}
 	if p.On && mode == "none" {
 		return nil, lethe.Errorf(lethe.CodeBadRequest, "Indexing mode value cannot be 'none' when 'defaultTtl' is specified in the collection")
 	}

@@ -120,7 +120,7 @@ func (s *scope) reindex(tx kv.Tx, suffix []byte, rec *docRecord) error {
 		return err
 	}
 	fixed := fixedKeys(s.l, rec)
-	o, err := jsonv.ParseObject(rec.json)
+	o, err := jsonv.ParseStoredObject(rec.json)
 	if err != nil {
 		return err
 	}

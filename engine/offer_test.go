@@ -68,6 +68,8 @@ func TestParseThroughputValidation(t *testing.T) {
 		{"", `{"maxThroughput":"4000"}`, "whole number"},
 		{"", `{}`, "whole number"},
 		{"", `[`, "JSON object"},
+		{"", `{"maxThroughput":4000,"maxThroughput":1000}`, "duplicate property name 'maxThroughput' at offset 22"},
+		{"", `{"maxThroughput":1e400}`, "the number '1e400' at offset 17 does not fit"},
 	}
 	for _, c := range bad {
 		_, err := ParseThroughput(c.manual, c.auto)

@@ -200,7 +200,7 @@ func (x *orderedSource) sortByFull(group []candidate) []candidate {
 	full := make([]string, len(group))
 	for i, c := range group {
 		if rec, err := lookup(x.r, x.s.rid, c.suffix); err == nil && rec != nil {
-			if o, err := jsonv.ParseObject(rec.json); err == nil {
+			if o, err := jsonv.ParseStoredObject(rec.json); err == nil {
 				full[i], _ = valueAt(o, x.plan.path).(string)
 			}
 		}
@@ -237,7 +237,7 @@ func (x *orderedSource) load(c candidate) (*jsonv.Object, bool, error) {
 	}
 	x.examined++
 	x.loaded += len(rec.json)
-	o, err := jsonv.ParseObject(rec.json)
+	o, err := jsonv.ParseStoredObject(rec.json)
 	if err != nil {
 		x.err = err
 		return nil, false, err

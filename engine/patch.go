@@ -313,7 +313,7 @@ func (s *scope) patchTx(e *Engine, tx kv.Tx, suffix []byte, ref DocRef, p *Patch
 	if err != nil {
 		return nil, err
 	}
-	cur, err := jsonv.ParseObject(live.json)
+	cur, err := jsonv.ParseStoredObject(live.json)
 	if err != nil {
 		return nil, err
 	}

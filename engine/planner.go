@@ -251,7 +251,7 @@ func (x *indexSource) Next() (*jsonv.Object, uint64, bool, error) {
 		}
 		x.examined++
 		x.loaded += len(rec.json)
-		o, err := jsonv.ParseObject(rec.json)
+		o, err := jsonv.ParseStoredObject(rec.json)
 		if err != nil {
 			x.err = err
 			return nil, 0, false, err

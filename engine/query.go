@@ -330,7 +330,7 @@ func (d *docSource) Next() (*jsonv.Object, uint64, bool, error) {
 	if err != nil || !ok {
 		return nil, 0, false, err
 	}
-	o, err := jsonv.ParseObject(rec.json)
+	o, err := jsonv.ParseStoredObject(rec.json)
 	if err != nil {
 		d.err = err
 		return nil, 0, false, err
@@ -355,7 +355,7 @@ func (s *sliceSource) Next() (*jsonv.Object, uint64, bool, error) {
 	}
 	b := s.items[s.i]
 	s.i++
-	o, err := jsonv.ParseObject(b)
+	o, err := jsonv.ParseStoredObject(b)
 	if err != nil {
 		return nil, 0, false, err
 	}

@@ -108,8 +108,24 @@ func notFound() error {
 	return lethe.Errorf(lethe.CodeNotFound, "Resource Not Found. Learn more: https://aka.ms/cosmosdb-tsg-not-found")
 }
 
+// badBody is the BadRequest for a body jsonv refuses: malformed, or JSON that
+// cannot mean one thing (a duplicate name, a number beyond a double), with
+// what is wrong and where.
 func badBody(err error) error {
-	return lethe.Errorf(lethe.CodeBadRequest, "The request body is not valid JSON: %s", err.Error())
+	return lethe.Errorf(lethe.CodeBadRequest, "The request body is not valid JSON: %s.", err.Error())
+}
+
+// CheckJSON returns BadRequest, with badBody's message, unless body is one
+// JSON value that jsonv.Parse accepts: no syntax error, no duplicate member
+// name at any depth, no number beyond a double's range. Bodies decoded with
+// encoding/json go through it first, so its lenient decoding (the last of
+// duplicate members wins, an overflowing number is an error without a
+// position) never sees them.
+func CheckJSON(body []byte) error {
+	if _, err := jsonv.Parse(body); err != nil {
+		return badBody(err)
+	}
+	return nil
 }
 
 func isNotFound(err error) bool {

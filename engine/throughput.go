@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/jsonv"
 )
 
 // Throughput is a resource's provisioned throughput as stored in its database
@@ -136,6 +137,9 @@ func ParseThroughput(offerThroughput, autopilotSettings string) (*Throughput, er
 	var s struct {
 		MaxThroughput json.RawMessage `json:"maxThroughput"`
 	}
+	if _, err := jsonv.Parse([]byte(auto)); err != nil {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "The x-ms-cosmos-offer-autopilot-settings header must be a JSON object like {\"maxThroughput\":4000}; it is not valid JSON: %s.", err.Error())
+	}
 	if err := json.Unmarshal([]byte(auto), &s); err != nil {
 		return nil, lethe.Errorf(lethe.CodeBadRequest, "The x-ms-cosmos-offer-autopilot-settings header must be a JSON object like {\"maxThroughput\":4000}.")
 	}
@@ -164,6 +168,9 @@ func parseOfferContent(body []byte, id, resourceRID string, old *Throughput) (*T
 				MaxThroughput json.RawMessage `json:"maxThroughput"`
 			} `json:"offerAutopilotSettings"`
 		} `json:"content"`
+	}
+	if err := CheckJSON(body); err != nil {
+		return nil, err
 	}
 	if err := json.Unmarshal(body, &o); err != nil {
 		return nil, lethe.Errorf(lethe.CodeBadRequest, "The offer must be a JSON object with a 'content' object: %s", err.Error())

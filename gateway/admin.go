@@ -13,6 +13,7 @@ import (
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/clock"
+	"github.com/lethe-db/lethe/engine"
 )
 
 // Lethe's admin API drives the server clock in tests. It is served only when
@@ -188,6 +189,9 @@ const clockBodyHelp = `The body must be {"advanceSeconds": N} with N a positive 
 func parseClockMove(body []byte) (clockMove, error) {
 	bad := func(format string, args ...any) error {
 		return lethe.Errorf(lethe.CodeBadRequest, format+" "+clockBodyHelp, args...)
+	}
+	if err := engine.CheckJSON(body); err != nil { // a duplicate name would be lost in the map
+		return clockMove{}, bad("%s", lethe.ErrorMessage(err))
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(body, &members); err != nil || members == nil {

@@ -58,6 +58,16 @@ func TestParseClockMove(t *testing.T) {
 			t.Errorf("parseClockMove(%s) = %+v, %v; want a BadRequest error", tc.body, got, err)
 		}
 	}
+	// JSON that cannot mean one thing: a map would keep one of the copies.
+	for body, want := range map[string]string{
+		`{"advanceSeconds":60,"advanceSeconds":60}`: "The request body is not valid JSON: duplicate property name 'advanceSeconds' at offset 21. " + clockBodyHelp,
+		`{"set":1e400}`: "The request body is not valid JSON: the number '1e400' at offset 7 does not fit a 64-bit floating-point value. " + clockBodyHelp,
+	} {
+		_, err := parseClockMove([]byte(body))
+		if lethe.ErrorCode(err) != lethe.CodeBadRequest || lethe.ErrorMessage(err) != want {
+			t.Errorf("parseClockMove(%s) = %v; want BadRequest %q", body, err, want)
+		}
+	}
 }
 
 // adminTarget is a server on a manual clock over an in-memory engine with no
@@ -189,7 +199,7 @@ func TestAdminClockMoves(t *testing.T) {
 	if code != http.StatusOK || int64(body["now"].(float64)) != start+3600 {
 		t.Fatalf("set to the current second: %d %v", code, body)
 	}
-	for _, bad := range []string{`{"set":` + itoa(start+3599) + `}`, `{"advanceSeconds":-1}`, `{"advanceSeconds":0}`, `garbage`, ``} {
+	for _, bad := range []string{`{"set":` + itoa(start+3599) + `}`, `{"advanceSeconds":-1}`, `{"advanceSeconds":0}`, `garbage`, ``, `{"advanceSeconds":60,"advanceSeconds":60}`} {
 		code, body := adminCall(s, "POST", "/_lethe/clock", bad, keyHeader())
 		if code != http.StatusBadRequest || body["code"] != lethe.CodeBadRequest {
 			t.Errorf("POST %q: %d %v, want 400", bad, code, body)

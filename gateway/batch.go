@@ -52,6 +52,10 @@ func (s *Server) batch(w http.ResponseWriter, rq *request) {
 		s.writeError(w, rq, err)
 		return
 	}
+	if err := engine.CheckJSON(body); err != nil { // each resourceBody included
+		s.writeError(w, rq, err)
+		return
+	}
 	var raw []batchOpJSON
 	if err := json.Unmarshal(body, &raw); err != nil {
 		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "The batch request body must be a JSON array of operations: %s", err.Error()))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,8 +53,10 @@ var fuzzMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPT
 
 // FuzzServeHTTP sends correctly signed requests with arbitrary methods, paths,
 // partition key headers, flags and bodies. No input may produce a 5xx (a panic
-// is recovered into a 500, so it is caught here too), and every error response
-// must carry a Cosmos JSON body.
+// is recovered into a 500, so it is caught here too), every error response
+// must carry a Cosmos JSON body, and no write succeeds with a body that is not
+// one JSON value with unique member names and numbers within a double's range
+// (an independent check: encoding/json's tokenizer, not jsonv).
 func FuzzServeHTTP(f *testing.F) {
 	seeds := []struct {
 		method uint8
@@ -128,6 +131,11 @@ func FuzzServeHTTP(f *testing.F) {
 		if rec.Header().Get("x-ms-request-charge") == "" || rec.Header().Get("x-ms-activity-id") == "" {
 			t.Fatalf("%s %s = %d without charge or activity headers", m, path, rec.Code)
 		}
+		if rec.Code < 300 && (m == "POST" || m == "PUT" || m == "PATCH") {
+			if problem := ambiguousJSON(body); problem != "" {
+				t.Fatalf("%s %s (pk %q, flags %d) = %d for a body with %s: %q", m, path, pk, flags, rec.Code, problem, body)
+			}
+		}
 		if rec.Code >= 400 {
 			var e struct{ Code, Message string }
 			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Code == "" || e.Message == "" {
@@ -135,4 +143,59 @@ func FuzzServeHTTP(f *testing.F) {
 			}
 		}
 	})
+}
+
+// ambiguousJSON says what makes b something other than one JSON value with
+// unique member names and numbers a double can hold, or "" when nothing does.
+// It walks encoding/json's tokens, independently of jsonv.
+func ambiguousJSON(b []byte) string {
+	if !json.Valid(b) {
+		return "invalid JSON"
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	type frame struct {
+		names   map[string]bool // nil for an array
+		wantKey bool
+	}
+	var stack []*frame
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return "" // io.EOF: b is valid, so the value is complete
+		}
+		if n := len(stack); n > 0 && stack[n-1].names != nil && stack[n-1].wantKey {
+			if tok != json.Delim('}') {
+				name := tok.(string)
+				if stack[n-1].names[name] {
+					return "the member name " + strconv.Quote(name) + " twice"
+				}
+				stack[n-1].names[name] = true
+				stack[n-1].wantKey = false
+				continue
+			}
+			stack = stack[:n-1]
+		} else {
+			switch t := tok.(type) {
+			case json.Delim:
+				switch t {
+				case '{':
+					stack = append(stack, &frame{names: map[string]bool{}, wantKey: true})
+					continue
+				case '[':
+					stack = append(stack, &frame{})
+					continue
+				default:
+					stack = stack[:len(stack)-1]
+				}
+			case json.Number:
+				if _, err := strconv.ParseFloat(string(t), 64); err != nil {
+					return "the number " + string(t) + " beyond a double"
+				}
+			}
+		}
+		if n := len(stack); n > 0 && stack[n-1].names != nil {
+			stack[n-1].wantKey = true // a member's value is complete
+		}
+	}
 }

@@ -29,6 +29,9 @@ func (rq *request) queryOptions() (engine.QueryOptions, error) {
 	if err != nil {
 		return opts, err
 	}
+	if err := engine.CheckJSON(body); err != nil {
+		return opts, err
+	}
 	var q querySpec
 	if err := json.Unmarshal(body, &q); err != nil || strings.TrimSpace(q.Query) == "" {
 		return opts, lethe.Errorf(lethe.CodeBadRequest, "The query request body must be a JSON object with a non-empty 'query' string.")

@@ -22,7 +22,7 @@ type Number string
 // Float64 returns the number's value as a float64 (what Cosmos DB computes with).
 func (n Number) Float64() float64 {
 	f, err := strconv.ParseFloat(string(n), 64)
-	if err != nil { // only on overflow: the text was validated when parsed
+	if err != nil { // only on overflow (Parse refuses it; ParseStoredObject reads it)
 		if len(n) > 0 && n[0] == '-' {
 			return math.Inf(-1)
 		}

@@ -121,10 +121,11 @@ func (e *ValidationError) Error() string {
 }
 
 // ParsePolicy validates a container's raw defaultTtl (nil when absent) and returns
-// the policy. Absent and null mean off; -1 and 1..Max are accepted; anything else
-// is a *ValidationError.
+// the policy. Absent means off; -1 and 1..Max are accepted; anything else,
+// null included, is a *ValidationError, as in Cosmos DB: clients turn TTL off by
+// leaving the property out (what the SDKs' models send for an unset value).
 func ParsePolicy(raw json.RawMessage) (Policy, error) {
-	if isAbsent(raw) {
+	if len(bytes.TrimSpace(raw)) == 0 {
 		return Off, nil
 	}
 	n, ok := integer(raw)
@@ -223,11 +224,6 @@ func ExpiresAt(ts int64, own Own, p Policy) (int64, bool) {
 		return ts + p.Default, true
 	}
 	return 0, false
-}
-
-func isAbsent(raw json.RawMessage) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) == 0 || string(t) == "null"
 }
 
 // integer parses raw as a JSON number with an integral value that fits in int64.

@@ -20,8 +20,7 @@ func TestParsePolicy(t *testing.T) {
 		want Policy
 	}{
 		{"", Off},
-		{"null", Off},
-		{" null ", Off},
+		{" ", Off},
 		{"-1", NoDefault},
 		{"1", After(1)},
 		{"60", After(60)},
@@ -36,6 +35,8 @@ func TestParsePolicy(t *testing.T) {
 		}
 	}
 	invalid := map[string]string{
+		"null":       "null", // as Cosmos DB: TTL is turned off by leaving the property out
+		" null ":     "null",
 		"0":          "0",
 		"-2":         "-2",
 		"-100":       "-100",

@@ -454,6 +454,28 @@ test("defaultTtl validation: 0 and other invalid values are 400 with the exact m
   await ttlContainer(2147483647);
 });
 
+test("defaultTtl: null is 400 with the defaultTtl message, on create and replace; removing the property turns TTL off", async () => {
+  // The SDK sends the body with JSON.stringify, so an explicit null reaches the
+  // server (the message quotes it), where Cosmos DB refuses it.
+  const id = uid("c");
+  await rejectsWithCode(
+    () => db.containers.create({ id, partitionKey: { paths: ["/pk"] }, defaultTtl: null }),
+    400,
+    DEFAULT_TTL_MESSAGE("null"),
+  );
+  await rejectsWithCode(() => db.container(id).read(), 404);
+
+  const c = await ttlContainer(60);
+  const { resource } = await c.read();
+  await rejectsWithCode(() => c.replace({ ...resource, defaultTtl: null }), 400, DEFAULT_TTL_MESSAGE("null"));
+  const kept = (await c.read()).resource;
+  assert.equal(kept.defaultTtl, 60, "a refused replace keeps the policy");
+  assert.equal(kept._etag, resource._etag, "a refused replace changes nothing");
+  // Leaving the property out is how TTL is turned off.
+  const off = await setDefaultTtl(c, undefined);
+  assert.equal(off.defaultTtl, undefined);
+});
+
 test("defaultTtl with indexing mode none is 400", async () => {
   await rejectsWithCode(
     () =>
