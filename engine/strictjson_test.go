@@ -94,12 +94,19 @@ func TestAmbiguousJSONRefused(t *testing.T) {
 	}
 
 	// An offer replace: encoding/json would have kept the last throughput.
-	if _, err := te.CreateContainerWithThroughput(ctx, "db", []byte(`{"id":"m","partitionKey":{"paths":["/pk"]}}`), mustThroughput(t, "400", "")); err != nil {
+	m, err := te.CreateContainerWithThroughput(ctx, "db", []byte(`{"id":"m","partitionKey":{"paths":["/pk"]}}`), mustThroughput(t, "400", ""))
+	if err != nil {
 		t.Fatal(err)
 	}
-	offers, err := te.ListOffers(ctx)
+	all, err := te.ListOffers(ctx)
+	var offers []Resource // the offer of container m (c has a default one)
+	for _, o := range all {
+		if decodeOffer(t, o).OfferResourceID == m.RID {
+			offers = append(offers, o)
+		}
+	}
 	if err != nil || len(offers) != 1 {
-		t.Fatalf("offers: %d, %v", len(offers), err)
+		t.Fatalf("offers of m: %d of %d, %v", len(offers), len(all), err)
 	}
 	offer := decodeOffer(t, offers[0])
 	for body, msg := range map[string]string{
