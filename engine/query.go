@@ -145,7 +145,7 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 			return err
 		}
 		if !e.opts.ServeAllCrossPartitionQueries && s.needsPlan(q, opts) {
-			return crossPartitionRefused(q)
+			return crossPartitionRefused(q, opts.Params)
 		}
 		tok, err := decodeQueryToken(opts.Continuation, s.c.RID, qh)
 		if err != nil {
