@@ -562,3 +562,19 @@ func (q *Query) checkAggregatePlacement(x Expr) error {
 			"SELECT VALUE COUNT(1) or COUNT(1) AS n); give a partition key, or select the aggregates and compute the expression from them",
 	}
 }
+
+// ContinuationKey is the part of the query text a continuation token is bound
+// to: all of it but the WHERE condition. An SDK that resumes an ORDER BY
+// query across partition key ranges from its own continuation sends the
+// rewritten query again with the filter placeholder replaced by a condition
+// on the ORDER BY keys, and with the range's continuation token: the rows
+// after the token's position that pass the new condition are the right
+// ones. The select list, FROM, GROUP BY, ORDER BY and the counts still must
+// match, since the token's position means nothing under another order.
+func (q *Query) ContinuationKey() string {
+	w := q.stmt.Where
+	if w == nil {
+		return q.src
+	}
+	return q.src[:w.Pos()] + "\x00" + q.src[w.End():]
+}
