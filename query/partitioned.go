@@ -33,30 +33,39 @@ import (
 // MAX, so that a range with no rows (an undefined MIN) is told apart from
 // one whose values had no minimum.
 //
-// Two additions make the JavaScript SDK (@azure/cosmos 4.x) agree with the
-// server's own evaluation where Cosmos DB's forms would not; other SDKs read
-// only "item" and "item2" and ignore them:
+// Where Cosmos DB's forms would make the JavaScript SDK (@azure/cosmos 4.x)
+// disagree with the server's own evaluation, the plan departs from them in
+// ways other SDKs, which read only "item" and "item2", do not notice:
 //
-//   - A SELECT VALUE row with ORDER BY whose value is undefined would reach
-//     the client as a row without a payload, which the SDK returns as a
-//     result; the WHERE clause keeps only rows whose value is defined (as
-//     Cosmos DB does for DISTINCT).
 //   - A SUM that is undefined in a range (a string among its values) makes
 //     {"item": SUM(x)} the empty object, which the SDK's GROUP BY and
 //     non-VALUE aggregation read as null and report as a sum of null, and
 //     which ends a grouped SELECT VALUE query with no rows at all. Outside a
 //     lone SELECT VALUE SUM the sum travels as {"item": SUM(x), "kind":
 //     "sum"}, which the SDK reads as undefined.
+//   - SELECT DISTINCT VALUE is planned as a GROUP BY of the value (the SDK's
+//     DISTINCT skips the values 0, false, null and "", its GROUP BY keeps
+//     them): each distinct value is a group, reported at its first occurrence
+//     in the order the client receives rows. With ORDER BY, the ORDER BY rows
+//     carry {"groupByItems": [{"item": v}], "payload": v} as payload, and the
+//     client groups them after merging.
 //
-// A plan is exact when the container has one partition key range. Across
-// several ranges the SDKs combine per-range results with their own rules:
+// A SELECT VALUE row with ORDER BY whose value is undefined would reach the
+// client as a row without a payload, which the SDK returns as a result: the
+// WHERE clause keeps only rows whose value is defined, as Cosmos DB's does.
+//
+// Across several partition key ranges the SDKs combine per-range results
+// with their own rules, which differ from the server's evaluation for some
+// data:
 // the JavaScript SDK refuses to merge ORDER BY rows whose keys differ in
 // type or are null, arrays or objects; its SUM, AVG, MIN and MAX of a range
 // whose values have no sum or extreme (a string among numbers, an array)
 // are skipped instead of making the result undefined; and without ORDER BY
 // the rows come range by range, so TOP and OFFSET without ORDER BY, and the
-// order of DISTINCT and GROUP BY rows, differ from a single range's. These
-// are the SDKs' behaviours against Cosmos DB too.
+// order of DISTINCT and GROUP BY rows, differ from a single range's. Its
+// DISTINCT over a grouped SELECT VALUE (SELECT DISTINCT VALUE c.n ... GROUP
+// BY c.n) drops 0, false, null and "", with one range too. These are the
+// SDKs' behaviours against Cosmos DB too.
 //
 // Shapes no SDK pipeline can combine are refused with an *Error saying why:
 // an aggregate inside an expression (COUNT(1) + 1, {"n": COUNT(1)}, ABS(AVG(x)),
@@ -142,6 +151,9 @@ func (q *Query) PartitionedInfo(params map[string]jsonv.Value) (*QueryInfo, erro
 	if info.Limit, err = q.planCount(s.Limit, "LIMIT", params); err != nil {
 		return nil, err
 	}
+	if len(s.OrderBy) > 0 && !q.written(s.From.Alias) {
+		return nil, &Error{Pos: PositionFor(q.src, s.From.Pos), Msg: "a FROM source that ends in a quoted name has no alias the plan of an ORDER BY query can use: give it one with AS"}
+	}
 	w := rewriter{q: q}
 	switch {
 	case s.plan == planGroup || s.plan == planAggregate:
@@ -171,6 +183,13 @@ func (q *Query) PartitionedInfo(params map[string]jsonv.Value) (*QueryInfo, erro
 	}
 	info.RewrittenQuery = w.b.String()
 	return info, nil
+}
+
+// written reports whether an alias appears in the source as written, as an
+// identifier (not one inferred from a quoted name: FROM c["a b"]).
+func (q *Query) written(a *Ident) bool {
+	p, e := int(a.Pos()), int(a.End())
+	return p >= 0 && e <= len(q.src) && q.src[p:e] == a.Name
 }
 
 // planCount resolves a TOP, OFFSET or LIMIT count; nil when absent.

@@ -3,6 +3,7 @@ package query
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -117,4 +118,23 @@ func queryInfoText(t *testing.T, info *QueryInfo) string {
 		b.WriteString(key.(string) + ": " + compact.String() + "\n")
 	}
 	return b.String()
+}
+
+// checkPlan checks that the plan of a statement that has one is a query that
+// parses, unless the plan's nesting passes the parser's limits; FuzzParse
+// calls it.
+func checkPlan(t *testing.T, src string, q *Query, params map[string]jsonv.Value) {
+	t.Helper()
+	info, err := q.PartitionedInfo(params)
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) || !e.Pos.IsValid() || e.Pos.Offset > len(src) {
+			t.Fatalf("%q: plan error %v is not an *Error positioned in the input", src, err)
+		}
+		return
+	}
+	text := strings.Replace(info.RewrittenQuery, OrderByFilterPlaceholder, "true", 1)
+	if _, err := Parse(text); err != nil && !strings.Contains(err.Error(), "exceeded max") {
+		t.Fatalf("%q: rewritten query %q does not parse: %v", src, text, err)
+	}
 }
