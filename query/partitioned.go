@@ -70,7 +70,11 @@ import (
 // Shapes no SDK pipeline can combine are refused with an *Error saying why:
 // an aggregate inside an expression (COUNT(1) + 1, {"n": COUNT(1)}, ABS(AVG(x)),
 // several aggregates in one SELECT VALUE), since the pipelines combine only
-// aggregates that are a whole select-list member.
+// aggregates that are a whole select-list member. So are two ORDER BY
+// queries the rewrite cannot express: over a FROM source without a usable
+// alias (FROM c["a b"]), and with the filter placeholder's text in the query
+// (clients replace its first occurrence). A query without FROM has no plan:
+// it reads no documents and is served as it is.
 
 // QueryInfo is the queryInfo member of a partitioned query execution plan:
 // what an SDK with a query pipeline does with the rows of each partition key
@@ -150,6 +154,9 @@ func (q *Query) PartitionedInfo(params map[string]jsonv.Value) (*QueryInfo, erro
 	}
 	if info.Limit, err = q.planCount(s.Limit, "LIMIT", params); err != nil {
 		return nil, err
+	}
+	if len(s.OrderBy) > 0 && strings.Contains(q.src, OrderByFilterPlaceholder) {
+		return nil, &Error{Pos: PositionFor(q.src, Pos(strings.Index(q.src, OrderByFilterPlaceholder))), Msg: "the text " + OrderByFilterPlaceholder + " is where clients put their filter in the plan of an ORDER BY query: pass it as a parameter"}
 	}
 	if len(s.OrderBy) > 0 && !q.written(s.From.Alias) {
 		return nil, &Error{Pos: PositionFor(q.src, s.From.Pos), Msg: "a FROM source that ends in a quoted name has no alias the plan of an ORDER BY query can use: give it one with AS"}
