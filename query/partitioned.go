@@ -216,17 +216,21 @@ func (q *Query) planCount(x Expr, clause string, params map[string]jsonv.Value) 
 	}
 	n, ok := countValue(v)
 	if !ok {
-		return nil, &Error{Pos: PositionFor(q.src, x.Pos()), Msg: clause + " takes a non-negative integer, found " + string(jsonv.Marshal(v))}
+		found := "undefined"
+		if !isUndefined(v) {
+			found = string(jsonv.Marshal(v))
+		}
+		return nil, &Error{Pos: PositionFor(q.src, x.Pos()), Msg: clause + " takes a non-negative integer, found " + found}
 	}
 	return &n, nil
 }
 
 // distinctFollowsOrder reports whether equal rows of a DISTINCT ORDER BY
-// query are necessarily adjacent in ORDER BY order, so that the client may
-// drop a row equal to the one before it: the ORDER BY keys and the row
-// determine each other (SELECT DISTINCT VALUE c.a ... ORDER BY c.a, or a
-// select list of exactly the ORDER BY keys). Otherwise the client must
-// remember every row it returned.
+// query (not SELECT VALUE, planned as a GROUP BY) are necessarily adjacent in
+// ORDER BY order, so that the client may drop a row equal to the one before
+// it: the ORDER BY keys and the row determine each other, the select list
+// being exactly the ORDER BY keys. Otherwise the client must remember every
+// row it returned.
 func (q *Query) distinctFollowsOrder() bool {
 	s := q.stmt
 	if s.Star {
@@ -240,7 +244,7 @@ func (q *Query) distinctFollowsOrder() bool {
 	for _, it := range s.Items {
 		items[ExprString(it.X)] = true
 	}
-	if len(keys) != len(items) || s.Value && len(keys) != 1 {
+	if len(keys) != len(items) {
 		return false
 	}
 	for k := range keys {
