@@ -56,7 +56,8 @@ type QueryPage struct {
 }
 
 // queryToken is a decoded query continuation. It binds the page to the
-// container and to the query (text and parameters), and carries the keyset
+// container and to the query (its text but the WHERE condition, see
+// query.ContinuationKey, and its parameters), and carries the keyset
 // cursor of the last row returned, so a later page resumes after that row
 // even if documents were written or expired in between.
 type queryToken struct {
@@ -66,7 +67,8 @@ type queryToken struct {
 	Emitted int    `json:"n"`
 }
 
-// queryHash identifies a query by its text and parameters.
+// queryHash identifies a query by its text and parameters. Document queries
+// hash their query.ContinuationKey, the text without the WHERE condition.
 func queryHash(text string, params map[string]jsonv.Value) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(text))
@@ -139,7 +141,7 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 	if err != nil {
 		return QueryPage{}, err
 	}
-	qh := queryHash(opts.Text, opts.Params)
+	qh := queryHash(q.ContinuationKey(), opts.Params)
 	var out QueryPage
 	err = e.store.View(ctx, func(r kv.Reader) error {
 		s, err := e.scope(r, dbID, collID, now)
@@ -147,7 +149,7 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 			return err
 		}
 		if !e.opts.ServeAllCrossPartitionQueries && s.needsPlan(q, opts) {
-			return crossPartitionRefused(q)
+			return crossPartitionRefused(q, opts.Params)
 		}
 		tok, err := decodeQueryToken(opts.Continuation, s.c.RID, qh)
 		if err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/lethe-db/lethe"
@@ -69,5 +70,73 @@ func TestCrossPartitionRefusal(t *testing.T) {
 		if err != nil || len(page.Rows) != c.rows {
 			t.Errorf("%s %+v: %d rows, %v; want %d rows", c.q, c.opts, len(page.Rows), err, c.rows)
 		}
+	}
+}
+
+// TestQueryPlanRequests: a plan request answers the query's plan, the same
+// the refusal carries; a shape no client pipeline can combine is a plain 400
+// naming the problem, for the plan request and the query alike; the
+// rewritten query is served on one range.
+func TestQueryPlanRequests(t *testing.T) {
+	te := newTestEngine(t)
+	te.reopenWith(func(o *Options) { o.ServeAllCrossPartitionQueries = false })
+	te.mustDB("db")
+	te.mustContainer("c", "")
+	for i, p := range []string{"a", "b", "a"} {
+		if _, err := te.CreateDocument(ctx, DocRef{DB: "db", Coll: "c", PK: pk(p)}, []byte(`{"id":"`+string(rune('1'+i))+`","pk":"`+p+`","n":`+string(rune('1'+i))+`}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const q = "SELECT c.pk, SUM(c.n) AS s FROM c GROUP BY c.pk"
+	raw, err := te.QueryPlan(ctx, "db", "c", QueryOptions{Text: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan struct {
+		Version   int `json:"partitionedQueryExecutionInfoVersion"`
+		QueryInfo struct {
+			GroupByExpressions []string `json:"groupByExpressions"`
+			RewrittenQuery     string   `json:"rewrittenQuery"`
+		} `json:"queryInfo"`
+		QueryRanges []map[string]any `json:"queryRanges"`
+	}
+	if err := json.Unmarshal(raw, &plan); err != nil || plan.Version != 2 || len(plan.QueryInfo.GroupByExpressions) != 1 || len(plan.QueryRanges) != 1 {
+		t.Fatalf("plan %s (%v)", raw, err)
+	}
+	_, err = te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: q})
+	var e *lethe.Error
+	if !errors.As(err, &e) || e.SubStatus != 1004 || e.AdditionalInfo != string(raw) {
+		t.Errorf("refusal %v does not carry the plan %s", err, raw)
+	}
+	page, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: plan.QueryInfo.RewrittenQuery, Scope: Scope{RangeID: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`{"groupByItems":[{"item":"a"}],"payload":{"pk":"a","s":{"item":4,"kind":"sum"}}}`,
+		`{"groupByItems":[{"item":"b"}],"payload":{"pk":"b","s":{"item":2,"kind":"sum"}}}`,
+	}
+	if len(page.Rows) != len(want) || string(page.Rows[0]) != want[0] || string(page.Rows[1]) != want[1] {
+		t.Errorf("rewritten query rows %s, want %s", page.Rows, want)
+	}
+
+	for _, bad := range []string{"SELECT VALUE COUNT(1) + 1 FROM c", "SELECT c.pk, ABS(SUM(c.n)) AS s FROM c GROUP BY c.pk"} {
+		_, err := te.QueryPlan(ctx, "db", "c", QueryOptions{Text: bad})
+		if !errors.As(err, &e) || e.Code != lethe.CodeBadRequest || e.SubStatus != 0 || !strings.Contains(e.Message, "cannot be combined across partition key ranges") {
+			t.Errorf("plan of %s: %v, want a BadRequest saying why", bad, err)
+		}
+		_, err = te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: bad})
+		if !errors.As(err, &e) || e.Code != lethe.CodeBadRequest || e.SubStatus != 0 || e.AdditionalInfo != "" {
+			t.Errorf("%s: %v, want the plan request's BadRequest", bad, err)
+		}
+		if _, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: bad, PK: pk("a")}); err != nil {
+			t.Errorf("%s in one partition: %v", bad, err)
+		}
+	}
+	if _, err := te.QueryPlan(ctx, "db", "c", QueryOptions{Text: "SELECT TOP @n * FROM c"}); lethe.ErrorCode(err) != lethe.CodeBadRequest {
+		t.Errorf("plan with a missing TOP parameter: %v", err)
+	}
+	if _, err := te.QueryPlan(ctx, "db", "missing", QueryOptions{Text: q}); lethe.ErrorCode(err) != lethe.CodeNotFound {
+		t.Errorf("plan of a missing container: %v", err)
 	}
 }

@@ -60,14 +60,14 @@ func FuzzParseCondition(f *testing.F) {
 // statements.
 func statementSeeds(tb testing.TB) []string {
 	var seeds []string
-	for _, dir := range []string{"parse", "eval", "select"} {
+	for _, dir := range []string{"parse", "eval", "select", "plan"} {
 		for _, path := range testFiles(tb, dir) {
 			for _, c := range readTestFile(tb, path) {
 				if c.tc == nil {
 					continue
 				}
 				switch c.tc.cmd {
-				case "query", "pages", "hints":
+				case "query", "pages", "hints", "plan":
 					seeds = append(seeds, c.tc.input)
 				case "parse", "match":
 					seeds = append(seeds, "SELECT * "+c.tc.input)
@@ -105,6 +105,7 @@ func FuzzParse(f *testing.F) {
 		_ = q.Hints(params)
 		_, _ = q.ResumeSeq(Cursor{cursorStream, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0})
 		checkRoundTrip(t, src, q)
+		checkPlan(t, src, q, params)
 	})
 }
 

@@ -334,10 +334,12 @@ func (a *hintAnalyzer) hint(x Expr) (Hint, bool) {
 // partitions must be combined by more than concatenation: it has ORDER BY,
 // GROUP BY, an aggregate, DISTINCT, TOP or OFFSET LIMIT. Cosmos DB's gateway
 // refuses such a query across partitions and hands the client a query plan
-// to run it itself, one partition key range at a time.
+// to run it itself, one partition key range at a time. A query without FROM
+// reads no documents, gives the same rows whatever the partitions, and needs
+// no plan.
 func (q *Query) NeedsQueryPlan() bool {
 	s := q.stmt
-	return s.plan != planStream || s.Top != nil || s.Limit != nil
+	return s.From != nil && (s.plan != planStream || s.Top != nil || s.Limit != nil)
 }
 
 // PinnedPath returns the single value a top-level conjunct of WHERE requires

@@ -2,7 +2,10 @@
 // has worked against the server: every request the SDK sent (through a
 // recording proxy, so its own account, partition-key-range and query-plan
 // requests are seen too) is counted once under the right operation, and the
-// charges add up to the x-ms-request-charge headers it received.
+// charges add up to the x-ms-request-charge headers it received. Its ORDER BY
+// query across partitions is refused (400, substatus 1004) and run by the SDK
+// from the query plan, one partition key range at a time: each of those
+// requests is counted too.
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -83,14 +86,24 @@ test("metrics: every SDK request is counted under its operation, with its charge
       assert.equal(value(m, "lethe_requests_total", op, status), n, `${op} ${status}`);
       assert.ok(value(m, "lethe_request_charge_total", op, status) > 0, `${op} ${status} charge`);
     }
-    // The SDK's query plan request and its query, each counted as what it is.
-    const plans = proxy.log.filter((e) => e.reqHeaders["x-ms-cosmos-is-query-plan-request"]).length;
-    const queries = proxy.log.filter(
+    // The query needs a plan: the SDK sends it (refused with 400/1004 and the
+    // plan) and, in parallel, the plan request; then the rewritten query to
+    // each partition key range. Each is counted as what it is.
+    const posts = proxy.log.filter(
       (e) => e.path.endsWith("/docs") && e.method === "POST" && e.reqHeaders["content-type"]?.startsWith("application/query+json"),
-    ).length;
-    assert.ok(plans >= 1, "the SDK asked for a query plan");
-    assert.equal(value(m, "lethe_requests_total", "QueryPlan", "200"), plans);
-    assert.equal(value(m, "lethe_requests_total", "QueryDocuments", "200"), queries - plans);
+    );
+    const plans = posts.filter((e) => e.reqHeaders["x-ms-cosmos-is-query-plan-request"]);
+    const ranged = posts.filter((e) => e.reqHeaders["x-ms-documentdb-partitionkeyrangeid"] !== undefined);
+    const refused = posts.filter((e) => !plans.includes(e) && !ranged.includes(e));
+    assert.equal(plans.length, 1, "one query plan request");
+    assert.equal(refused.length, 1, "one direct query");
+    assert.equal(refused[0].status, 400);
+    assert.equal(refused[0].resHeaders["x-ms-substatus"], "1004");
+    assert.ok(ranged.length >= 1, "the SDK queried the partition key ranges");
+    for (const e of ranged) assert.equal(e.status, 200);
+    assert.equal(value(m, "lethe_requests_total", "QueryPlan", "200"), 1);
+    assert.equal(value(m, "lethe_requests_total", "QueryDocuments", "400"), 1);
+    assert.equal(value(m, "lethe_requests_total", "QueryDocuments", "200"), ranged.length);
 
     const sent = proxy.log.reduce((s, e) => s + Number(e.resHeaders["x-ms-request-charge"] ?? 0), 0);
     assert.equal(served(m, "lethe_requests_total"), proxy.log.length, "every response counted once");
