@@ -144,6 +144,30 @@ func TestPartitionKeyRanges(t *testing.T) {
 		t.Errorf("cross-partition session token %q does not name the three ranges", tok)
 	}
 
+	// The Go SDK's queries: across every range in pages, and in one
+	// partition of a multi-range container.
+	pager := cc.NewQueryItemsPager("SELECT VALUE c.id FROM c", azcosmos.NewPartitionKey(), &azcosmos.QueryOptions{PageSizeHint: 7})
+	var paged []string
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range page.Items {
+			var id string
+			_ = json.Unmarshal(item, &id)
+			paged = append(paged, id)
+		}
+	}
+	if len(paged) != n {
+		t.Errorf("Go SDK cross-partition query in pages of 7: %d ids, want %d", len(paged), n)
+	}
+	one := cc.NewQueryItemsPager("SELECT VALUE c.id FROM c ORDER BY c.id DESC", azcosmos.NewPartitionKeyNumber(1.5), nil)
+	page, err := one.NextPage(ctx)
+	if err != nil || len(page.Items) != 1 || string(page.Items[0]) != `"d01"` {
+		t.Errorf("Go SDK query of partition 1.5: %q, %v", page.Items, err)
+	}
+
 	// The Go SDK's ReadMany computes each item's range itself.
 	many, err := cc.ReadManyItems(ctx, all, nil)
 	if err != nil {
