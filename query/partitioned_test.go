@@ -30,19 +30,10 @@ func TestPartitionedInfo(t *testing.T) {
 			runTestFile(t, path, func(t *testing.T, tc *testCase) string {
 				switch tc.cmd {
 				case "load":
-					docs = nil
-					for _, line := range strings.Split(tc.input, "\n") {
-						if strings.TrimSpace(line) != "" {
-							docs = append(docs, mustParseObject(t, line))
-						}
-					}
+					docs = loadDocs(t, tc.input)
 					return ""
 				case "params":
-					o := mustParseObject(t, tc.input)
-					params = map[string]jsonv.Value{}
-					for i := 0; i < o.Len(); i++ {
-						params[o.Key(i)] = o.Val(i)
-					}
+					params = loadParams(t, tc.input)
 					return ""
 				case "plan":
 					return runPlanCase(t, tc, docs, params)

@@ -35,19 +35,10 @@ func TestSelect(t *testing.T) {
 			runTestFile(t, path, func(t *testing.T, tc *testCase) string {
 				switch tc.cmd {
 				case "load":
-					docs = nil
-					for _, line := range strings.Split(tc.input, "\n") {
-						if strings.TrimSpace(line) != "" {
-							docs = append(docs, mustParseObject(t, line))
-						}
-					}
+					docs = loadDocs(t, tc.input)
 					return ""
 				case "params":
-					o := mustParseObject(t, tc.input)
-					params = map[string]jsonv.Value{}
-					for i := 0; i < o.Len(); i++ {
-						params[o.Key(i)] = o.Val(i)
-					}
+					params = loadParams(t, tc.input)
 					return ""
 				case "query":
 					return runQueryCase(t, tc, docs, params)
@@ -299,4 +290,28 @@ func pathText(path []string) string {
 		}
 	}
 	return strings.Join(parts, ".")
+}
+
+// loadDocs parses a load command's input: one JSON document per line.
+func loadDocs(t *testing.T, input string) []*jsonv.Object {
+	t.Helper()
+	var docs []*jsonv.Object
+	for _, line := range strings.Split(input, "\n") {
+		if strings.TrimSpace(line) != "" {
+			docs = append(docs, mustParseObject(t, line))
+		}
+	}
+	return docs
+}
+
+// loadParams parses a params command's input: a JSON object of parameter
+// values, by name without the '@'.
+func loadParams(t *testing.T, input string) map[string]jsonv.Value {
+	t.Helper()
+	o := mustParseObject(t, input)
+	params := make(map[string]jsonv.Value, o.Len())
+	for i := 0; i < o.Len(); i++ {
+		params[o.Key(i)] = o.Val(i)
+	}
+	return params
 }
