@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -375,3 +376,24 @@ func (s *server) alive() bool {
 
 // timeNowUTC is the wall clock in UTC.
 func timeNowUTC() time.Time { return time.Now().UTC() }
+
+// queryStrings runs a query whose rows are strings (SELECT VALUE c.id ...)
+// through the Go SDK's pager to the end and returns the rows in order.
+func queryStrings(ctx context.Context, cc *azcosmos.ContainerClient, q string, pk azcosmos.PartitionKey, opts *azcosmos.QueryOptions) ([]string, error) {
+	pager := cc.NewQueryItemsPager(q, pk, opts)
+	var out []string
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range page.Items {
+			var v string
+			if err := json.Unmarshal(item, &v); err != nil {
+				return nil, fmt.Errorf("%s: row %s is not a string", q, item)
+			}
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}

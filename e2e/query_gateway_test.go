@@ -29,22 +29,7 @@ func TestCrossPartitionQueriesNeedingPlans(t *testing.T) {
 		return cc
 	}
 	ids := func(cc *azcosmos.ContainerClient, q string, pk azcosmos.PartitionKey) ([]string, error) {
-		pager := cc.NewQueryItemsPager(q, pk, nil)
-		var out []string
-		for pager.More() {
-			page, err := pager.NextPage(ctx)
-			if err != nil {
-				return nil, err
-			}
-			for _, item := range page.Items {
-				var v string
-				if err := json.Unmarshal(item, &v); err != nil {
-					t.Fatalf("%s: row %s", q, item)
-				}
-				out = append(out, v)
-			}
-		}
-		return out, nil
+		return queryStrings(ctx, cc, q, pk, nil)
 	}
 	const ordered = "SELECT VALUE c.id FROM c ORDER BY c.id"
 
