@@ -657,6 +657,8 @@ test("errors: syntax errors name line:column and the problem; unsupported featur
   assert.deepEqual(ok.resources, ["d04", "d05"]);
 });
 
+const isPlanRequest = (e) => e.method === "POST" && e.reqHeaders["x-ms-cosmos-is-query-plan-request"] !== undefined;
+
 test("on the wire: one trivial plan request, then the server's rows as they are; forceQueryPlan runs the query on range 0", async () => {
   const proxy = await startProxy(srv.endpoint);
   const pc = client(proxy.endpoint);
@@ -665,9 +667,13 @@ test("on the wire: one trivial plan request, then the server's rows as they are;
     const qc = CASES.find((c) => c.name === "group by with aggregates");
     const { resources } = await container.items.query(qc.query).fetchAll();
     assertRows(resources, qc.want(docs), true, "group by through the proxy");
+    // The SDK sends the plan request beside the query and, when the query
+    // succeeds, returns without waiting for it: it may be logged only now.
+    await proxy.waitFor(isPlanRequest, "query plan request");
+    await proxy.idle();
     const posts = proxy.log.filter((e) => e.method === "POST" && e.path.endsWith("/docs"));
-    const plans = posts.filter((e) => e.reqHeaders["x-ms-cosmos-is-query-plan-request"]);
-    const queries = posts.filter((e) => !e.reqHeaders["x-ms-cosmos-is-query-plan-request"]);
+    const plans = posts.filter(isPlanRequest);
+    const queries = posts.filter((e) => !isPlanRequest(e));
     assert.equal(plans.length, 1, "one plan request");
     assert.equal(plans[0].status, 200);
     const plan = JSON.parse(plans[0].resBody);
