@@ -67,7 +67,14 @@ func ReadProc(pid int) (ProcSample, error) {
 // schedCPU sums the run time of every thread of pid from schedstat, in
 // nanoseconds. It reports false when any of it cannot be read.
 func schedCPU(pid int) (time.Duration, bool) {
-	dir := fmt.Sprintf("/proc/%d/task", pid)
+	return schedCPUIn(fmt.Sprintf("/proc/%d/task", pid))
+}
+
+// schedCPUIn sums the first schedstat field of every task directory under
+// dir. A sum of zero reports false: a kernel built or booted without
+// scheduler statistics prints "0 0 0" for every thread, and a process that
+// is being read has run.
+func schedCPUIn(dir string) (time.Duration, bool) {
 	tasks, err := os.ReadDir(dir)
 	if err != nil || len(tasks) == 0 {
 		return 0, false
@@ -91,7 +98,7 @@ func schedCPU(pid int) (time.Duration, bool) {
 		}
 		sum += time.Duration(ns)
 	}
-	return sum, true
+	return sum, sum > 0
 }
 
 // parseKB parses a /proc/<pid>/status value such as "   1234 kB".

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -22,10 +23,56 @@ func TestParseStatCPU(t *testing.T) {
 	}
 }
 
+func TestSchedCPUIn(t *testing.T) {
+	task := func(t *testing.T, dir, tid, schedstat string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, tid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, tid, "schedstat"), []byte(schedstat), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	task(t, dir, "100", "1500000000 2000 30\n")
+	task(t, dir, "101", "250000 10 2\n")
+	if got, ok := schedCPUIn(dir); !ok || got != 1500250*time.Microsecond {
+		t.Errorf("sum = %v, %v; want 1.50025s, true", got, ok)
+	}
+
+	// Without scheduler statistics the kernel prints zeros: use /proc/<pid>/stat.
+	off := t.TempDir()
+	task(t, off, "100", "0 0 0\n")
+	task(t, off, "101", "0 0 0\n")
+	if got, ok := schedCPUIn(off); ok {
+		t.Errorf("all-zero schedstat gave %v, true; want false", got)
+	}
+
+	bad := t.TempDir()
+	task(t, bad, "100", "many\n")
+	if got, ok := schedCPUIn(bad); ok {
+		t.Errorf("unparsable schedstat gave %v, true; want false", got)
+	}
+}
+
+// TestReadProcSelf checks ReadProc against the process's own meter of the
+// same quantity. The test burns a fixed amount of CPU time as getrusage counts
+// it, however long that takes in wall time, so a busy machine only slows it
+// down: ReadProc must then report the same growth, give or take the few
+// clock ticks by which the kernel's accounting of a running thread lags, and
+// /proc/self/stat must agree to its 10 ms resolution. Nothing here depends on
+// the share of the CPU the test gets.
 func TestReadProcSelf(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("/proc is Linux only")
 	}
+	// The slack covers the CPU time not yet accounted to a thread that is
+	// running when it is read (up to one scheduler tick, 10 ms at HZ=100,
+	// for each thread running at that moment) and the 10 ms truncation of
+	// /proc/<pid>/stat at each end.
+	const work, slack = 200 * time.Millisecond, 50 * time.Millisecond
+
+	before := selfCPU()
 	s, err := ReadProc(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
@@ -33,25 +80,48 @@ func TestReadProcSelf(t *testing.T) {
 	if s.RSS <= 0 || s.HWM < s.RSS {
 		t.Errorf("RSS %d HWM %d: want 0 < RSS <= HWM", s.RSS, s.HWM)
 	}
-	// Burn some CPU: the measured time must grow by about as much, and agree
-	// with the 10 ms-resolution figure of /proc/<pid>/stat.
-	stat0 := statCPU(t)
-	burn := 300 * time.Millisecond
-	for start := time.Now(); time.Since(start) < burn; {
+	if s.CPU <= 0 {
+		t.Errorf("CPU %v: a running process has used some", s.CPU)
 	}
+	stat0 := statCPU(t)
+	start := selfCPU()
+
+	// Burn work of CPU time as this process measures it. The deadline is a
+	// safety net against a broken selfCPU, not a figure under test.
+	deadline := time.Now().Add(2 * time.Minute)
+	burnt := time.Duration(0)
+	for burnt < work {
+		for range 100_000 {
+			sink++
+		}
+		burnt = selfCPU() - start
+		if time.Now().After(deadline) {
+			t.Fatalf("getrusage counted %v of CPU time in 2 minutes of burning", burnt)
+		}
+	}
+
+	end := selfCPU()
 	s2, err := ReadProc(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
 	stat1 := statCPU(t)
+	after := selfCPU()
+
 	d, ds := s2.CPU-s.CPU, stat1-stat0
-	if d < burn*8/10 || d > burn*3 {
-		t.Errorf("CPU grew by %v while burning %v", d, burn)
+	// ReadProc's two readings bracket [start, end] and lie within
+	// [before, after], so its growth lies between those two, less or more
+	// the accounting lag.
+	if lo, hi := end-start-slack, after-before+slack; d < lo || d > hi {
+		t.Errorf("ReadProc's CPU grew by %v while getrusage counted %v inside and %v around it", d, end-start, after-before)
 	}
-	if diff := d - ds; diff < -50*time.Millisecond || diff > 50*time.Millisecond {
-		t.Errorf("CPU grew by %v (schedstat) but %v (stat)", d, ds)
+	if diff := d - ds; diff < -slack || diff > slack {
+		t.Errorf("CPU grew by %v (ReadProc) but %v (/proc/self/stat)", d, ds)
 	}
 }
+
+// sink keeps the burn loop from being optimised away.
+var sink int
 
 func statCPU(t *testing.T) time.Duration {
 	t.Helper()

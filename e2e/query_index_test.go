@@ -396,7 +396,10 @@ func testQueryIndexPolicyReplace(t *testing.T, db *azcosmos.DatabaseClient, name
 			docs = append(docs, d)
 		}
 	}
-	// The rebuild ends, and then the new index serves the query.
+	// The rebuild ends, and then the new index serves the query: the server
+	// reports it in the query's index metrics. How long the rebuild takes
+	// depends on the machine (it is paced around this test's own queries);
+	// the deadline is a safety net against a rebuild that never ends.
 	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
 		resp, err := cc.NewQueryItemsPager("SELECT VALUE c.id FROM c WHERE c.v = 5", azcosmos.NewPartitionKey(), &azcosmos.QueryOptions{PopulateIndexMetrics: true}).NextPage(ctx)
 		if err != nil {
@@ -406,8 +409,8 @@ func testQueryIndexPolicyReplace(t *testing.T, db *azcosmos.DatabaseClient, name
 			t.Logf("the rebuild finished within %v", time.Since(start).Round(time.Millisecond))
 			break
 		}
-		if time.Since(start) > 5*time.Second {
-			t.Fatalf("5 s after the last policy replace, queries on /v/? still do not use its index: the re-index never finished")
+		if time.Since(start) > time.Minute {
+			t.Fatalf("a minute after the last policy replace, queries on /v/? still do not use its index: the re-index never finished")
 		}
 	}
 	check("after the rebuild")

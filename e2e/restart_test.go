@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"reflect"
 	"slices"
 	"strings"
@@ -139,6 +140,12 @@ func (s *server) readFeedAllDocs(t testing.TB, db, coll string) []map[string]any
 // finish: requests whose bodies are still being sent when the signal arrives
 // complete with 201, the process then exits 0, and their documents are there
 // after a restart. New connections are refused once shutdown has begun.
+//
+// The requests ask for "100 Continue", which the server sends when the
+// handler first reads the body: the test waits for it, so it knows every
+// request is being served before it sends the signal, however slowly the
+// server is scheduled. It then waits for the refusal of new connections, the
+// sign that shutdown has begun, before it sends the rest of the bodies.
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -153,13 +160,18 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	results := make([]result, inflight)
 	writers := make([]*io.PipeWriter, inflight)
+	served := make(chan int, inflight) // a request's index, once its handler reads the body
 	var wg sync.WaitGroup
 	client := s.httpClient()
+	// The timeout is a safety net: the client sends the body anyway if no
+	// 100 Continue comes.
+	client.Transport.(*http.Transport).ExpectContinueTimeout = time.Minute
 	for i := range inflight {
 		pr, pw := io.Pipe()
 		writers[i] = pw
 		path := docsPath("g", "c")
-		req, err := http.NewRequestWithContext(context.Background(), "POST", s.URL+path, pr)
+		trace := &httptrace.ClientTrace{Got100Continue: func() { served <- i }}
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", s.URL+path, pr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,6 +180,7 @@ func TestGracefulShutdown(t *testing.T) {
 		req.Header.Set("x-ms-version", "2020-11-05")
 		req.Header.Set("Authorization", signRequest("POST", path, date))
 		req.Header.Set("x-ms-documentdb-partitionkey", `["p"]`)
+		req.Header.Set("Expect", "100-continue")
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -180,22 +193,33 @@ func TestGracefulShutdown(t *testing.T) {
 			resp.Body.Close()
 			results[i] = result{status: resp.StatusCode}
 		}()
-		// Half of the body now, the rest after SIGTERM.
-		if _, err := io.WriteString(pw, fmt.Sprintf(`{"id":"inflight-%d",`, i)); err != nil {
-			t.Fatal(err)
+	}
+	for range inflight {
+		select {
+		case i := <-served:
+			// Half of the body now, the rest after SIGTERM.
+			if _, err := io.WriteString(writers[i], fmt.Sprintf(`{"id":"inflight-%d",`, i)); err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(time.Minute): // a safety net
+			t.Fatalf("a minute on, not every request is being served\n%s", s.stderr)
 		}
 	}
-	time.Sleep(300 * time.Millisecond) // the server is reading the bodies
 	s.terminate()
-	time.Sleep(300 * time.Millisecond) // shutdown has begun and is waiting for them
+	// A new connection is refused once shutdown has begun.
+	fresh := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		resp, err := fresh.Get(s.URL + "/")
+		if err != nil {
+			break
+		}
+		resp.Body.Close()
+		if time.Now().After(deadline) { // a safety net
+			t.Fatalf("a minute after SIGTERM, new connections are still served: %d", resp.StatusCode)
+		}
+	}
 	if !s.alive() {
 		t.Fatalf("lethe exited with requests in flight\n%s", s.stderr)
-	}
-	// A new connection is refused now.
-	fresh := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	if resp, err := fresh.Get(s.URL + "/"); err == nil {
-		resp.Body.Close()
-		t.Errorf("a new connection was served after SIGTERM: %d", resp.StatusCode)
 	}
 	for i, pw := range writers {
 		if _, err := io.WriteString(pw, `"pk":"p","n":`+fmt.Sprint(i)+`}`); err != nil {

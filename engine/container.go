@@ -45,6 +45,13 @@ type collRecord struct {
 	// policy are being re-indexed: it holds the next sequence number to
 	// process. Queries do not use the index meanwhile, so they stay exact.
 	IndexBuild *uint64 `json:"indexBuild,omitempty"`
+	// IndexBuildEnd is the last sequence number the pending build must
+	// process: the container's sequence counter when the policy changed.
+	// Documents created after that were indexed under the new policy as
+	// they were written, so a build under a steady stream of creates still
+	// ends. Nil, in records written before it existed, means the build runs
+	// to the last document.
+	IndexBuildEnd *uint64 `json:"indexBuildEnd,omitempty"`
 	// Throughput is the container's own provisioned throughput; nil: none
 	// (its database's shared throughput, if any, governs it).
 	Throughput *Throughput `json:"throughput,omitempty"`
@@ -390,7 +397,18 @@ func (e *Engine) CreateContainerWithThroughput(ctx context.Context, dbID string,
 		res, err = e.putContainer(tx, key, rec, o, db, now)
 		return err
 	})
+	e.wakeAfterCommit(err)
 	return res, err
+}
+
+// wakeAfterCommit kicks the purger once a container write has committed, so
+// that its next pass sees the new TTL or pending re-index. A kick from inside
+// the transaction could be taken, and the pass run, before the commit, and
+// the work would then wait for the next PurgeInterval tick.
+func (e *Engine) wakeAfterCommit(err error) {
+	if err == nil {
+		e.purger.kick()
+	}
 }
 
 func (e *Engine) putContainer(tx kv.Tx, key []byte, rec *collRecord, o *jsonv.Object, db *dbRecord, now int64) (Resource, error) {
@@ -406,7 +424,6 @@ func (e *Engine) putContainer(tx kv.Tx, key []byte, rec *collRecord, o *jsonv.Ob
 	if err := tx.Put(key, v); err != nil {
 		return Resource{}, err
 	}
-	e.purger.kick()
 	return rec.resource(), nil
 }
 
@@ -431,8 +448,10 @@ func (e *Engine) ReadContainer(ctx context.Context, dbID, collID string) (Resour
 }
 
 // indexProgress measures a pending re-index of container c: its cursor (the
-// next sequence number to re-index) against the last sequence number
-// allocated, in percent, never 100 while the build is pending.
+// next sequence number to re-index) against the last sequence number it must
+// cover (the last one allocated when the policy changed; for builds recorded
+// before that was kept, the last one allocated now), in percent, never 100
+// while the build is pending.
 func indexProgress(r kv.Reader, c *collRecord) (int, error) {
 	v, err := r.Get(collKey(pfxSeq, c.rid()))
 	if errors.Is(err, kv.ErrNotFound) {
@@ -445,6 +464,9 @@ func indexProgress(r kv.Reader, c *collRecord) (int, error) {
 		return 0, errCorruptRecord
 	}
 	last := binary.BigEndian.Uint64(v)
+	if c.IndexBuildEnd != nil {
+		last = *c.IndexBuildEnd // documents written since are indexed as they come
+	}
 	return int(min(99, *c.IndexBuild*100/(last+1))), nil
 }
 
@@ -507,14 +529,20 @@ func (e *Engine) ReplaceContainer(ctx context.Context, dbID, collID string, body
 		if rec.policy() != old.policy() {
 			rec.Watermarks = old.Watermarks.Close(old.policy(), now)
 		}
-		rec.IndexBuild = old.IndexBuild
+		rec.IndexBuild, rec.IndexBuildEnd = old.IndexBuild, old.IndexBuildEnd
 		if !sameIndexing(rec, old) {
-			start := uint64(0) // re-index every document, from the first
-			rec.IndexBuild = &start
+			// Re-index every document written so far, from the first.
+			last, err := lastSeq(tx, old.rid())
+			if err != nil {
+				return err
+			}
+			start := uint64(0)
+			rec.IndexBuild, rec.IndexBuildEnd = &start, &last
 		}
 		res, err = e.putContainer(tx, containerKey(db.rid(), collID), rec, o2, db, now)
 		return err
 	})
+	e.wakeAfterCommit(err)
 	return res, err
 }
 

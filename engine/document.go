@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -301,6 +302,21 @@ func (s *scope) remove(tx kv.Tx, suffix []byte, rec *docRecord) error {
 
 func nextSeq(tx kv.Tx, coll [8]byte) (uint64, error) {
 	return nextCounter(tx, collKey(pfxSeq, coll), 8)
+}
+
+// lastSeq returns the last sequence number nextSeq gave out in the
+// container, 0 if none.
+func lastSeq(r kv.Reader, coll [8]byte) (uint64, error) {
+	v, err := r.Get(collKey(pfxSeq, coll))
+	switch {
+	case errors.Is(err, kv.ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("read sequence counter: %w", err)
+	case len(v) != 8:
+		return 0, fmt.Errorf("sequence counter is %d bytes, want 8", len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
 }
 
 func preconditionFailed() error {

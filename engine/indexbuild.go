@@ -22,7 +22,7 @@ import (
 func (e *Engine) BuildIndexes(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		n, pending, err := e.buildIndexBatch(ctx)
+		n, pending, err := e.buildIndexBatch(ctx, e.opts.PurgeBatch)
 		total += n
 		if err != nil || !pending {
 			return total, err
@@ -30,9 +30,9 @@ func (e *Engine) BuildIndexes(ctx context.Context) (int, error) {
 	}
 }
 
-// buildIndexBatch re-indexes up to PurgeBatch documents of the first container
+// buildIndexBatch re-indexes up to limit documents of the first container
 // with a build pending and reports whether any build remains.
-func (e *Engine) buildIndexBatch(ctx context.Context) (int, bool, error) {
+func (e *Engine) buildIndexBatch(ctx context.Context, limit int) (int, bool, error) {
 	colls, err := allContainers(ctx, e.store)
 	var target *collRecord
 	for _, c := range colls {
@@ -65,13 +65,17 @@ func (e *Engine) buildIndexBatch(ctx context.Context) (int, bool, error) {
 		cc := *shared // the record is shared: copy before moving the cursor
 		c := &cc
 		s := &scope{db: db, c: c, l: c.layout(), rid: c.rid(), pol: c.policy(), now: now}
-		it := tx.Scan(orderKey(s.rid, *c.IndexBuild), kv.PrefixEnd(collKey(pfxOrder, s.rid)), false)
+		end := kv.PrefixEnd(collKey(pfxOrder, s.rid))
+		if c.IndexBuildEnd != nil {
+			end = orderKey(s.rid, *c.IndexBuildEnd+1)
+		}
+		it := tx.Scan(orderKey(s.rid, *c.IndexBuild), end, false)
 		type item struct {
 			seq    uint64
 			suffix []byte
 		}
 		var items []item
-		for len(items) < e.opts.PurgeBatch && it.Next() {
+		for len(items) < limit && it.Next() {
 			k := it.Key()
 			suffix, _, _, err := decodeOrderValue(it.Value(), nil)
 			if err != nil {
@@ -101,7 +105,7 @@ func (e *Engine) buildIndexBatch(ctx context.Context) (int, bool, error) {
 			next := items[len(items)-1].seq + 1
 			c.IndexBuild = &next
 		} else {
-			c.IndexBuild = nil
+			c.IndexBuild, c.IndexBuildEnd = nil, nil
 		}
 		v, err := json.Marshal(c)
 		if err != nil {

@@ -40,7 +40,7 @@ func TestIndexProgress(t *testing.T) {
 	}
 	var seen []int
 	for {
-		_, pending, err := te.buildIndexBatch(ctx)
+		_, pending, err := te.buildIndexBatch(ctx, 512)
 		if err != nil {
 			t.Fatal(err)
 		}

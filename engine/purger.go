@@ -148,16 +148,18 @@ func (p *purger) run() {
 	}
 }
 
-// buildIndexesYielding runs pending re-index batches, yielding to user
-// operations before each, until none is pending.
+// buildIndexesYielding runs pending re-index batches, paced around user
+// operations as purge batches are (small batches and a proportional rest
+// while users are active, full batches back to back otherwise), until none
+// is pending.
 func (e *Engine) buildIndexesYielding(ctx context.Context) error {
 	for {
-		_, paced := e.paceForUsers(ctx)
+		limit, paced := e.paceForUsers(ctx)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		began := time.Now()
-		_, pending, err := e.buildIndexBatch(ctx)
+		_, pending, err := e.buildIndexBatch(ctx, limit)
 		if paced {
 			e.restAfterBatch(ctx, time.Since(began))
 		}

@@ -94,6 +94,27 @@ type pacer struct {
 	writeRate int64
 	nextWrite atomic.Int64
 	throttled atomic.Int64
+
+	// now and sleep are the clock of rests, the write rate and level-0
+	// checks; nil means time.Now and time.Sleep. Tests inject their own, so
+	// that what they check does not depend on how the machine schedules them.
+	now   func() time.Time
+	sleep func(time.Duration)
+}
+
+func (p *pacer) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
+}
+
+func (p *pacer) wait(d time.Duration) {
+	if p.sleep != nil {
+		p.sleep(d)
+		return
+	}
+	time.Sleep(d)
 }
 
 // healthy reports whether level 0 is shallow enough for compactions to be
@@ -111,11 +132,11 @@ func (p *pacer) healthy(now time.Time) bool {
 // rest sleeps before a compaction write when the foreground is active, in
 // proportion to busy, the time the compaction computed since its last write.
 func (p *pacer) rest(busy time.Duration) {
-	if busy <= 0 || !p.foreground() || !p.healthy(time.Now()) {
+	if busy <= 0 || !p.foreground() || !p.healthy(p.clock()) {
 		return
 	}
 	d := min(busy*compactionRestFactor, maxCompactionRest)
-	time.Sleep(d)
+	p.wait(d)
 	p.rested.Add(int64(d))
 }
 
@@ -124,17 +145,17 @@ func (p *pacer) rest(busy time.Duration) {
 // their share of the rate in turn, so concurrent compactions share it; time
 // in which nothing was written is not saved up for a later burst.
 func (p *pacer) throttle(n int) {
-	if p.writeRate <= 0 || !p.foreground() || !p.healthy(time.Now()) {
+	if p.writeRate <= 0 || !p.foreground() || !p.healthy(p.clock()) {
 		return
 	}
 	cost := int64(n) * int64(time.Second) / p.writeRate
 	for {
-		now := time.Now().UnixNano()
+		now := p.clock().UnixNano()
 		next := p.nextWrite.Load()
 		start := max(next, now)
 		if p.nextWrite.CompareAndSwap(next, start+cost) {
 			if wait := time.Duration(start - now); wait > 0 {
-				time.Sleep(wait)
+				p.wait(wait)
 				p.throttled.Add(int64(wait))
 			}
 			return
@@ -151,7 +172,7 @@ var lowerGoroutine = cpuprio.LowerCurrentGoroutine
 // (replaying the WAL may write tables on the goroutine that called Open, which
 // must not be lowered) nor while level 0 is backed up.
 func (p *pacer) lower() bool {
-	if p.l0Sublevels.Load() == nil || !p.healthy(time.Now()) || !lowerGoroutine() {
+	if p.l0Sublevels.Load() == nil || !p.healthy(p.clock()) || !lowerGoroutine() {
 		return false
 	}
 	p.lowered.Add(1)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,7 +19,11 @@ import (
 func TestPacerRest(t *testing.T) {
 	var fg atomic.Bool
 	sublevels := 0
-	p := &pacer{foreground: fg.Load}
+	now := time.Unix(1000, 0) // a fake clock that only sleeping moves
+	p := &pacer{foreground: fg.Load,
+		now:   func() time.Time { return now },
+		sleep: func(d time.Duration) { now = now.Add(d) },
+	}
 	l0 := func() int { return sublevels }
 	p.l0Sublevels.Store(&l0)
 
@@ -46,11 +51,12 @@ func TestPacerRest(t *testing.T) {
 		t.Fatal("rested while level 0 was backed up")
 	}
 	sublevels = 1
+	now = now.Add(lsmCheckInterval - time.Nanosecond)
 	p.rest(time.Millisecond)
 	if p.rested.Load() != before {
 		t.Fatal("level 0 re-checked before lsmCheckInterval passed")
 	}
-	p.checkedAt.Store(0)
+	now = now.Add(time.Nanosecond)
 	p.rest(time.Millisecond)
 	if p.rested.Load() == before {
 		t.Fatal("no rest once level 0 was healthy again")
@@ -171,7 +177,13 @@ func TestPacerThrottle(t *testing.T) {
 	sublevels := 0
 	l0 := func() int { return sublevels }
 	const rate = 10 << 20 // 1 MiB costs 100 ms
-	p := &pacer{foreground: fg.Load, writeRate: rate}
+	// A fake clock that only sleeping moves, plus a step between calls.
+	now := time.Unix(1000, 0)
+	var slept []time.Duration
+	p := &pacer{foreground: fg.Load, writeRate: rate,
+		now:   func() time.Time { return now },
+		sleep: func(d time.Duration) { slept = append(slept, d); now = now.Add(d) },
+	}
 	p.l0Sublevels.Store(&l0)
 
 	p.throttle(1 << 20)
@@ -181,14 +193,22 @@ func TestPacerThrottle(t *testing.T) {
 	}
 	fg.Store(true)
 	p.nextWrite.Store(0)
-	began := time.Now()
 	p.throttle(1 << 20) // the rate is unused: goes at once
-	if got := p.throttled.Load(); got != 0 {
-		t.Fatalf("the first write waited %v", time.Duration(got))
+	if got := p.throttled.Load(); got != 0 || len(slept) != 0 {
+		t.Fatalf("the first write waited %v (slept %v)", time.Duration(got), slept)
 	}
-	p.throttle(1 << 20) // waits for the first write's 100 ms
-	if took, waited := time.Since(began), time.Duration(p.throttled.Load()); took < 90*time.Millisecond || waited < 90*time.Millisecond {
-		t.Fatalf("the second 1 MiB at 10 MiB/s returned after %v, having waited %v; want at least 90ms", took, waited)
+	now = now.Add(30 * time.Millisecond)
+	p.throttle(1 << 20) // waits for the rest of the first write's 100 ms
+	if waited := time.Duration(p.throttled.Load()); waited != 70*time.Millisecond || !slices.Equal(slept, []time.Duration{70 * time.Millisecond}) {
+		t.Fatalf("the second 1 MiB at 10 MiB/s, 30 ms after the first: waited %v (slept %v); want 70ms", waited, slept)
+	}
+	// A write that comes after the slot of the one before it goes at once:
+	// time in which nothing was written is not saved up for a burst.
+	now = now.Add(250 * time.Millisecond)
+	p.throttle(1 << 20)
+	p.throttle(1 << 20)
+	if waited := time.Duration(p.throttled.Load()); waited != 170*time.Millisecond {
+		t.Fatalf("after an idle 250 ms, two writes waited %v in all; want 70ms + 100ms", waited)
 	}
 
 	// Level 0 backed up: no wait, once the next check has seen it.

@@ -4,6 +4,13 @@
 // resHeaders, resBody}. The Host header is forwarded unchanged, so Lethe's
 // account response advertises the proxy and the SDK keeps talking through it.
 // Set LETHE_E2E_WIRE=1 to also print each exchange.
+//
+// An exchange is logged when the server's response has been read, just before
+// it is passed on. A request the SDK does not wait for (the query plan request
+// it sends beside a query) may therefore be logged after the SDK call that
+// sent it has returned, or not even have reached the proxy yet: wait for it
+// with proxy.waitFor(predicate), and for every exchange under way to be logged
+// with proxy.idle(), instead of reading proxy.log at once.
 
 import http from "node:http";
 
@@ -11,7 +18,34 @@ export async function startProxy(target) {
   const t = new URL(target);
   const log = [];
   const agent = new http.Agent({ keepAlive: true });
+  let inflight = 0; // exchanges received and not yet logged (or failed)
+  let waiters = []; // {pred, resolve} for waitFor and idle
+  const settle = () => {
+    waiters = waiters.filter((w) => {
+      const hit = w.pred();
+      if (hit !== undefined) w.resolve(hit);
+      return hit === undefined;
+    });
+  };
+  const until = (pred, what, timeoutMs) =>
+    new Promise((resolve, reject) => {
+      // The timer is a safety net for a request that never comes.
+      const timer = setTimeout(() => {
+        waiters = waiters.filter((w) => w !== waiter);
+        reject(new Error(`proxy: no ${what} within ${timeoutMs} ms; logged: ${log.map((e) => `${e.method} ${e.path}`).join(", ")}`));
+      }, timeoutMs);
+      const waiter = {
+        pred,
+        resolve: (v) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+      };
+      waiters.push(waiter);
+      settle();
+    });
   const server = http.createServer((req, res) => {
+    inflight++;
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
@@ -33,6 +67,8 @@ export async function startProxy(target) {
               resBody: resBody.toString("utf8"),
             };
             log.push(entry);
+            inflight--;
+            settle();
             if (process.env.LETHE_E2E_WIRE) console.error(format(entry));
             res.writeHead(ures.statusCode, ures.headers);
             res.end(resBody);
@@ -40,6 +76,8 @@ export async function startProxy(target) {
         },
       );
       up.on("error", (err) => {
+        inflight--;
+        settle();
         res.writeHead(502, { "content-type": "application/json" });
         res.end(JSON.stringify({ code: "BadGateway", message: err.message }));
       });
@@ -52,6 +90,10 @@ export async function startProxy(target) {
   return {
     endpoint: `http://127.0.0.1:${port}/`,
     log,
+    /** Resolves with the first logged exchange for which pred is true, now or when it is logged. */
+    waitFor: (pred, what = "matching exchange", timeoutMs = 30_000) => until(() => log.find(pred), what, timeoutMs),
+    /** Resolves once every exchange the proxy has received is logged. */
+    idle: (timeoutMs = 30_000) => until(() => (inflight === 0 ? true : undefined), "moment without an exchange under way", timeoutMs),
     close: () =>
       new Promise((r) => {
         agent.destroy();

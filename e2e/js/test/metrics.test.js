@@ -65,6 +65,10 @@ test("metrics: every SDK request is counted under its operation, with its charge
     assert.equal(batch.code, 200);
     const { resources } = await container.items.query("SELECT * FROM c ORDER BY c.n").fetchAll();
     assert.equal(resources.length, 3);
+    // The SDK sends a query plan request beside the query and returns without
+    // waiting for it: wait until the proxy has logged it, and everything else.
+    await proxy.waitFor((e) => e.reqHeaders["x-ms-cosmos-is-query-plan-request"] !== undefined, "query plan request");
+    await proxy.idle();
 
     // Requests are recorded as their handlers return, possibly just after the
     // proxy has the response: scrape until all are in.
