@@ -154,9 +154,10 @@ func TestDefaultOffer(t *testing.T) {
 		t.Fatalf("burst into an unenforced default offer: %d created, %d throttled; want 200, 0", b.created, b.throttled)
 	}
 
-	// A restart derives the same offer.
+	// A restart derives the same offer. (The restarted server runs on a
+	// manual clock, so that the burst below spends its bucket for good.)
 	s.stop(t)
-	s = startServer(t, serverOpts{DataDir: dir})
+	s = startServer(t, serverOpts{DataDir: dir, Args: []string{"--clock", "manual"}})
 	again := s.do(t, http.MethodGet, "/offers/"+id, nil, nil)
 	again.wantStatus(t, "read the default offer after a restart", http.StatusOK)
 	if canonJSON(again.json(t)) != canonJSON(offer) {
@@ -179,14 +180,14 @@ func TestDefaultOffer(t *testing.T) {
 // told, completes every create.
 func TestEnforcedDefaultOffer(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, serverOpts{InMemory: true, Args: []string{"--enforce-default-throughput"}})
+	s := startServer(t, serverOpts{InMemory: true, Args: []string{"--enforce-default-throughput", "--clock", "manual"}})
 	c := s.client(t)
 	db := mustDatabase(t, c, "dflt")
 	cc := mustContainer(t, db, pkContainer("c", nil))
 	b := burst(t, s, "dflt", "c", "raw", 5000, true)
 	check429(t, "burst into an enforced default offer", b.first429)
 
-	obs := &throttleObserver{inner: s.httpClient()}
+	obs := throttlingObserver(t, s)
 	rc := retryingClient(t, s, obs)
 	rcc, _ := rc.NewContainer("dflt", "c")
 	const sdkDocs = 40

@@ -8,10 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 )
 
@@ -245,6 +243,8 @@ type throttleObserver struct {
 	inner *http.Client
 	n429  atomic.Int64
 	bad   atomic.Value // string: the first malformed 429, if any
+	// onThrottle, if set, runs on each 429 before the SDK sees it.
+	onThrottle func()
 }
 
 func (o *throttleObserver) Do(req *http.Request) (*http.Response, error) {
@@ -255,15 +255,48 @@ func (o *throttleObserver) Do(req *http.Request) (*http.Response, error) {
 		if perr != nil || ms < 1 || resp.Header.Get("x-ms-substatus") != "3200" {
 			o.bad.CompareAndSwap(nil, fmt.Sprintf("retry-after %q substatus %q", resp.Header.Get("x-ms-retry-after-ms"), resp.Header.Get("x-ms-substatus")))
 		}
+		if o.onThrottle != nil {
+			o.onThrottle()
+		}
 	}
 	return resp, err
 }
 
+// throttlingObserver observes an SDK's requests to s, a server on a manual
+// clock (--clock manual): its throughput buckets refill only when the clock
+// moves, so a bucket a test has spent stays spent, and the next request is
+// throttled whatever the speed of the machine. On each 429 the observer moves
+// the clock one second before the SDK sees the answer, so that the SDK's
+// retry finds a refilled bucket: throttling happens, and ends, on the test's
+// cue rather than after some time has passed.
+func throttlingObserver(t *testing.T, s *server) *throttleObserver {
+	return &throttleObserver{inner: s.httpClient(), onThrottle: func() {
+		req, err := http.NewRequest(http.MethodPost, s.URL+"/_lethe/clock", strings.NewReader(`{"advanceSeconds":1}`))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		req.Header.Set("x-lethe-master-key", emulatorKey)
+		resp, err := s.rawClient().Do(req)
+		if err != nil {
+			t.Errorf("advance the clock: %v", err)
+			return
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("advance the clock: %s", resp.Status)
+		}
+	}}
+}
+
 // A burst into a 400 RU/s container is throttled: raw requests see 429s
 // that change nothing, and the SDK, retrying as told, completes every create.
+// The server runs on a manual clock (see throttlingObserver): the raw burst
+// spends the bucket for good, so every test step is decided by the requests,
+// not by how fast the machine sends them.
 func TestThrottling(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, serverOpts{InMemory: true})
+	s := startServer(t, serverOpts{InMemory: true, Args: []string{"--clock", "manual"}})
 	c := s.client(t)
 	db := mustDatabase(t, c, "throttle")
 	tp := azcosmos.NewManualThroughputProperties(400)
@@ -320,17 +353,10 @@ func TestThrottling(t *testing.T) {
 		t.Fatalf("raw burst: %d created, %d throttled; want both", len(created), n429)
 	}
 
-	// The SDK with retries: every create completes; the transport sees 429s.
-	cred, _ := azcosmos.NewKeyCredential(emulatorKey)
-	obs := &throttleObserver{inner: s.httpClient()}
-	rc, err := azcosmos.NewClientWithKey(s.URL+"/", cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{
-		Transport: obs,
-		Retry:     policy.RetryOptions{MaxRetries: 100, RetryDelay: 10 * time.Millisecond, MaxRetryDelay: 5 * time.Second},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, _ := rc.NewContainer("throttle", "small")
+	// The SDK with retries: every create completes; the transport sees 429s
+	// (the first one at least: the raw burst left the bucket spent).
+	obs := throttlingObserver(t, s)
+	cc, _ := retryingClient(t, s, obs).NewContainer("throttle", "small")
 	const sdkDocs = 60
 	errs := make(chan error, sdkDocs)
 	for i := range sdkDocs {

@@ -11,10 +11,14 @@
 // sent it has returned, or not even have reached the proxy yet: wait for it
 // with proxy.waitFor(predicate), and for every exchange under way to be logged
 // with proxy.idle(), instead of reading proxy.log at once.
+//
+// onExchange(entry), if given, runs on every logged exchange before the
+// answer is passed on; when it returns a promise, the answer waits for it
+// (a test can act on an answer before the SDK sees it).
 
 import http from "node:http";
 
-export async function startProxy(target) {
+export async function startProxy(target, { onExchange } = {}) {
   const t = new URL(target);
   const log = [];
   const agent = new http.Agent({ keepAlive: true });
@@ -70,8 +74,10 @@ export async function startProxy(target) {
             inflight--;
             settle();
             if (process.env.LETHE_E2E_WIRE) console.error(format(entry));
-            res.writeHead(ures.statusCode, ures.headers);
-            res.end(resBody);
+            Promise.resolve(onExchange?.(entry)).finally(() => {
+              res.writeHead(ures.statusCode, ures.headers);
+              res.end(resBody);
+            });
           });
         },
       );

@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { fileFixture, rejectsWithCode } from "../lib/helpers.js";
 import { startProxy } from "../lib/proxy.js";
-import { client, uid } from "../lib/server.js";
+import { client, EMULATOR_KEY, startServer, uid } from "../lib/server.js";
 
-const { srv, cosmos, newDatabase } = await fileFixture();
+const { cosmos, newDatabase } = await fileFixture();
 
 test("offers: manual and autoscale round trips", async () => {
   const db = await newDatabase("offers");
@@ -90,17 +90,49 @@ test("offers: shared database throughput and validation", async () => {
 });
 
 test("throttling: a burst is throttled and completes through SDK retries", async () => {
-  const db = await newDatabase("throttle");
-  const id = uid("small");
-  await db.containers.create({ id, partitionKey: { paths: ["/pk"] }, throughput: 400 });
-
-  const proxy = await startProxy(srv.endpoint);
+  // A server on a manual clock: its 400 RU/s bucket refills only when the
+  // clock moves, so once spent it stays spent, and the SDK's first create is
+  // throttled however fast or slow this machine is. On each 429 the proxy
+  // moves the clock one second before the SDK sees the answer, so the SDK's
+  // retry finds the bucket refilled: the throttling ends on the test's cue.
+  const manual = await startServer({ args: ["--clock", "manual"] });
+  const direct = client(manual.endpoint);
+  const advance = () =>
+    fetch(new URL("_lethe/clock", manual.endpoint), {
+      method: "POST",
+      headers: { "x-lethe-master-key": EMULATOR_KEY },
+      body: JSON.stringify({ advanceSeconds: 1 }),
+    }).then((r) => assert.equal(r.status, 200, "advance the clock"));
+  const proxy = await startProxy(manual.endpoint, { onExchange: (e) => (e.status === 429 ? advance() : undefined) });
   const viaProxy = client(proxy.endpoint, {
     connectionPolicy: { retryOptions: { maxRetryAttemptCount: 100, maxWaitTimeInSeconds: 120 } },
   });
   try {
+    const { database: db } = await direct.databases.create({ id: uid("throttle") });
+    const id = uid("small");
+    await db.containers.create({ id, partitionKey: { paths: ["/pk"] }, throughput: 400 });
+    const pad = "x".repeat(40000); // about 21 RU per create: 400 RU/s is 19 creates' worth
+
+    // Spend the bucket: raw creates (no retries) until the first 429.
+    const raw = client(manual.endpoint, { connectionPolicy: { retryOptions: { maxRetryAttemptCount: 0 } } });
+    let spent = 0;
+    try {
+      for (;;) {
+        try {
+          await raw.database(db.id).container(id).items.create({ id: `raw${spent}`, pk: "p", pad });
+          spent++;
+        } catch (err) {
+          assert.equal(err.code, 429, `raw create: ${err.message}`);
+          break;
+        }
+        assert.ok(spent < 100, "a 400 RU/s bucket cannot hold 100 creates of 21 RU");
+      }
+    } finally {
+      raw.dispose();
+    }
+    assert.ok(spent > 0, "the bucket admitted creates before it ran out");
+
     const container = viaProxy.database(db.id).container(id);
-    const pad = "x".repeat(40000); // about 21 RU per create: 60 of them are three seconds of budget
     const n = 60;
     const results = await Promise.all(
       Array.from({ length: n }, (_, i) => container.items.create({ id: `d${i}`, pk: "p", pad })),
@@ -116,9 +148,11 @@ test("throttling: a burst is throttled and completes through SDK retries", async
     }
 
     const { resources: count } = await container.items.query("SELECT VALUE COUNT(1) FROM c").fetchAll();
-    assert.deepEqual(count, [n], "every create completed exactly once");
+    assert.deepEqual(count, [n + spent], "every create completed exactly once");
   } finally {
     viaProxy.dispose();
+    direct.dispose();
     await proxy.close();
+    await manual.stop();
   }
 });
