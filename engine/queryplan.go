@@ -37,6 +37,7 @@ type queryRange struct {
 // across ranges, a missing TOP, OFFSET or LIMIT parameter), NotFound
 // (container).
 func (e *Engine) QueryPlan(ctx context.Context, dbID, collID string, opts QueryOptions) ([]byte, error) {
+	defer e.begin()()
 	q, err := parseStatement(opts.Text)
 	if err != nil {
 		return nil, err
@@ -58,7 +59,7 @@ func queryPlanOf(q *query.Query, params map[string]jsonv.Value) ([]byte, error) 
 	if err != nil {
 		return nil, lethe.Errorf(lethe.CodeBadRequest, "The query cannot run across partition key ranges: %s", err.Error())
 	}
-	b, err := json.Marshal(partitionedPlan{Version: 2, QueryInfo: info, QueryRanges: planRanges(q, params)})
+	b, err := json.Marshal(partitionedPlan{Version: 2, QueryInfo: info, QueryRanges: planRanges(q)})
 	if err != nil {
 		return nil, fmt.Errorf("encode query plan: %w", err)
 	}
@@ -66,8 +67,14 @@ func queryPlanOf(q *query.Query, params map[string]jsonv.Value) ([]byte, error) 
 }
 
 // planRanges returns the effective partition key ranges a plan's query
-// reads: every key, for now.
-func planRanges(*query.Query, map[string]jsonv.Value) []queryRange {
+// reads: every key (a plan is only needed when the query is not confined to
+// one partition key value), except for a query without FROM, which reads no
+// documents and gives the same rows in every range, so the client must run it
+// in one: the point "", in the first range.
+func planRanges(q *query.Query) []queryRange {
+	if !q.ReadsDocuments() {
+		return []queryRange{{Min: "", Max: "", IsMinInclusive: true, IsMaxInclusive: true}}
+	}
 	return []queryRange{{Min: "", Max: "FF", IsMinInclusive: true, IsMaxInclusive: false}}
 }
 

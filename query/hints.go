@@ -338,9 +338,13 @@ func (a *hintAnalyzer) hint(x Expr) (Hint, bool) {
 // reads no documents, gives the same rows whatever the partitions, and needs
 // no plan.
 func (q *Query) NeedsQueryPlan() bool {
-	s := q.stmt
-	return s.From != nil && (s.plan != planStream || s.Top != nil || s.Limit != nil)
+	return q.ReadsDocuments() && (q.stmt.plan != planStream || q.stmt.Top != nil || q.stmt.Limit != nil)
 }
+
+// ReadsDocuments reports whether the query has a FROM clause. One without
+// (SELECT VALUE 1) gives the same rows wherever it runs, so a client must
+// run it in one partition key range only, not once per range.
+func (q *Query) ReadsDocuments() bool { return q.stmt.From != nil }
 
 // PinnedPath returns the single value a top-level conjunct of WHERE requires
 // at the document path (path = v, or path IN (v)), with parameters resolved

@@ -132,9 +132,6 @@ var aggregateTypes = map[string]string{
 // client pipeline can combine is an *Error that says why.
 func (q *Query) PartitionedInfo(params map[string]jsonv.Value) (*QueryInfo, error) {
 	s := q.stmt
-	if s.From == nil {
-		return nil, &Error{Pos: PositionFor(q.src, s.Select), Msg: "a query without FROM reads no documents and has no plan: it is served as it is"}
-	}
 	info := &QueryInfo{
 		DistinctType:                "None",
 		OrderBy:                     []string{},
@@ -144,6 +141,12 @@ func (q *Query) PartitionedInfo(params map[string]jsonv.Value) (*QueryInfo, erro
 		Aggregates:                  []string{},
 		GroupByAliasToAggregateType: map[string]*string{},
 		HasSelectValue:              s.Value,
+	}
+	if s.From == nil {
+		// It reads no documents: any one range answers it as it is (see
+		// ReadsDocuments), and the client has nothing to combine.
+		info.RewrittenQuery = q.src
+		return info, nil
 	}
 	var err error
 	if info.Top, err = q.planCount(s.Top, "TOP", params); err != nil {

@@ -35,6 +35,12 @@ test("feed ranges: three for 30,000 RU/s, adjacent from \"\" to \"FF\"; one with
   assert.equal(ranges[2].maxExclusive, "FF");
   assert.equal(ranges[0].maxExclusive, ranges[1].minInclusive);
   assert.equal(ranges[1].maxExclusive, ranges[2].minInclusive);
+  // A query without FROM reads no documents: run from its plan, it goes to
+  // one range only, not once per range.
+  for (const forceQueryPlan of [false, true]) {
+    const { resources } = await multi.items.query("SELECT VALUE 1", { forceQueryPlan }).fetchAll();
+    assert.deepEqual(resources, [1], `SELECT VALUE 1 over three ranges, forceQueryPlan ${forceQueryPlan}`);
+  }
   const { container: single } = await database.containers.create({ id: uid("single"), partitionKey: { paths: ["/pk"] } });
   assert.equal((await single.getFeedRanges()).length, 1);
 });
