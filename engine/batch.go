@@ -43,6 +43,35 @@ type BatchResult struct {
 
 var errBatchAborted = errors.New("engine: batch aborted")
 
+// checkBatchSize refuses a batch of no operations or of more than
+// maxBatchOps.
+func checkBatchSize(n int) error {
+	if n == 0 {
+		return lethe.Errorf(lethe.CodeBadRequest, "The batch request did not contain any operations.")
+	}
+	if n > maxBatchOps {
+		return lethe.Errorf(lethe.CodeBadRequest, "The batch request has %d operations; the limit is %d.", n, maxBatchOps)
+	}
+	return nil
+}
+
+// parse checks an operation before it touches storage and returns its parsed
+// patch (nil for operations other than Patch). Returns BadRequest.
+func (op BatchOp) parse() (*Patch, error) {
+	switch strings.ToLower(op.Type) {
+	case "create", "upsert", "replace":
+		if len(op.Body) == 0 {
+			return nil, lethe.Errorf(lethe.CodeBadRequest, "The %s operation has no resourceBody.", op.Type)
+		}
+	case "patch":
+		return ParsePatch(op.Body)
+	case "read", "delete":
+	default:
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "The operationType '%s' is invalid.", op.Type)
+	}
+	return nil, nil
+}
+
 // ExecuteBatch runs the operations atomically against one partition key value:
 // either all succeed and commit together, or none does. It returns one result
 // per operation and whether the batch committed. Every operation sees the same
@@ -52,30 +81,17 @@ func (e *Engine) ExecuteBatch(ctx context.Context, dbID, collID string, pk lethe
 	if pk == nil {
 		return nil, false, pkRequired()
 	}
-	if len(ops) == 0 {
-		return nil, false, lethe.Errorf(lethe.CodeBadRequest, "The batch request did not contain any operations.")
-	}
-	if len(ops) > maxBatchOps {
-		return nil, false, lethe.Errorf(lethe.CodeBadRequest, "The batch request has %d operations; the limit is %d.", len(ops), maxBatchOps)
+	if err := checkBatchSize(len(ops)); err != nil {
+		return nil, false, err
 	}
 	// Parse everything before touching storage.
 	patches := make([]*Patch, len(ops))
 	for i, op := range ops {
-		switch strings.ToLower(op.Type) {
-		case "create", "upsert", "replace":
-			if len(op.Body) == 0 {
-				return nil, false, lethe.Errorf(lethe.CodeBadRequest, "Batch operation %d (%s) has no resourceBody.", i, op.Type)
-			}
-		case "patch":
-			p, err := ParsePatch(op.Body)
-			if err != nil {
-				return nil, false, err
-			}
-			patches[i] = p
-		case "read", "delete":
-		default:
-			return nil, false, lethe.Errorf(lethe.CodeBadRequest, "Batch operation %d has an invalid operationType '%s'.", i, op.Type)
+		p, err := op.parse()
+		if err != nil {
+			return nil, false, lethe.Errorf(lethe.CodeBadRequest, "Batch operation %d: %s", i, lethe.ErrorMessage(err))
 		}
+		patches[i] = p
 	}
 	results := make([]BatchResult, len(ops))
 	committed := false
@@ -190,32 +206,25 @@ type BulkOp struct {
 	PK lethe.PartitionKey
 }
 
-// errBulkOpFailed rolls back one failed bulk operation's transaction.
-var errBulkOpFailed = errors.New("engine: bulk operation failed")
-
 // ExecuteBulk runs the operations of a non-atomic batch (what the SDKs' bulk
 // executors send, one request per partition key range) independently, each
 // in its own transaction: a failed operation changes nothing and the others
 // still run, unless continueOnError is false, when the operations after the
 // first failure are not run (FailedDependency). sc confines them to a
 // partition key range: an operation whose key lies outside it fails with
-// Gone (substatus 1002), so that the client routes it again. Returns
-// BadRequest (a malformed request), NotFound (container), Gone (range).
+// Gone (substatus 1002), so that the client routes it again. An operation's
+// domain error (BadRequest, Conflict, NotFound, PreconditionFailed, Gone, ...)
+// is its result; any other error (storage, a cancelled request) fails the
+// whole request, as for every other operation. Returns BadRequest (a
+// malformed request), NotFound (container), Gone (range).
 func (e *Engine) ExecuteBulk(ctx context.Context, dbID, collID string, sc Scope, ops []BulkOp, continueOnError bool) ([]BatchResult, error) {
 	defer e.begin()()
-	if len(ops) == 0 {
-		return nil, lethe.Errorf(lethe.CodeBadRequest, "The batch request did not contain any operations.")
-	}
-	if len(ops) > maxBatchOps {
-		return nil, lethe.Errorf(lethe.CodeBadRequest, "The batch request has %d operations; the limit is %d.", len(ops), maxBatchOps)
+	if err := checkBatchSize(len(ops)); err != nil {
+		return nil, err
 	}
 	var inRange *docFilter
 	err := e.store.View(ctx, func(r kv.Reader) error {
-		now, _, err := e.instant(ctx)
-		if err != nil {
-			return err
-		}
-		s, err := e.scope(r, dbID, collID, now)
+		s, err := e.scope(r, dbID, collID, 0)
 		if err != nil {
 			return err
 		}
@@ -232,53 +241,43 @@ func (e *Engine) ExecuteBulk(ctx context.Context, dbID, collID string, sc Scope,
 			results[i] = BatchResult{Err: lethe.Errorf(lethe.CodeFailedDependency, "Operation was not performed because an earlier operation of the batch failed.")}
 			continue
 		}
-		results[i] = e.bulkOp(ctx, dbID, collID, op, inRange)
-		failed = failed || results[i].Err != nil
+		res, err := e.bulkOp(ctx, dbID, collID, op, inRange)
+		if err != nil {
+			return nil, err
+		}
+		results[i] = res
+		failed = failed || res.Err != nil
 	}
 	return results, nil
 }
 
-// bulkOp runs one operation of a bulk batch in its own transaction.
-func (e *Engine) bulkOp(ctx context.Context, dbID, collID string, op BulkOp, inRange *docFilter) BatchResult {
+// bulkOp runs one operation of a bulk batch in its own transaction. A
+// domain error is the operation's result; any other error is returned.
+func (e *Engine) bulkOp(ctx context.Context, dbID, collID string, op BulkOp, inRange *docFilter) (BatchResult, error) {
 	if op.PK == nil {
-		return BatchResult{Err: pkRequired()}
+		return BatchResult{Err: pkRequired()}, nil
 	}
-	var patch *Patch
-	switch strings.ToLower(op.Type) {
-	case "create", "upsert", "replace":
-		if len(op.Body) == 0 {
-			return BatchResult{Err: lethe.Errorf(lethe.CodeBadRequest, "The operation (%s) has no resourceBody.", op.Type)}
-		}
-	case "patch":
-		p, err := ParsePatch(op.Body)
-		if err != nil {
-			return BatchResult{Err: err}
-		}
-		patch = p
-	case "read", "delete":
-	default:
-		return BatchResult{Err: lethe.Errorf(lethe.CodeBadRequest, "The operation has an invalid operationType '%s'.", op.Type)}
+	patch, err := op.parse()
+	if err != nil {
+		return BatchResult{Err: err}, nil
 	}
 	var res BatchResult
-	err := e.update(ctx, dbID, collID, func(tx kv.Tx, s *scope) error {
+	err = e.update(ctx, dbID, collID, func(tx kv.Tx, s *scope) error {
 		pk, err := normalizePK(op.PK, s.c.PKPaths)
 		if err != nil {
-			res = BatchResult{Err: err}
-			return errBulkOpFailed
+			return err
 		}
-		if !inRange.match(appendTuple(nil, pk)) {
-			res = BatchResult{Err: &lethe.Error{Code: lethe.CodeGone, SubStatus: 1002, Message: "The operation's partition key is not in the partition key range the request was sent to: refresh the partition key ranges."}}
-			return errBulkOpFailed
+		if !inRange.matchPK(pk) {
+			return &lethe.Error{Code: lethe.CodeGone, SubStatus: 1002, Message: "The operation's partition key is not in the partition key range the request was sent to: refresh the partition key ranges."}
 		}
 		res, err = e.batchOp(tx, s, pk, op.BatchOp, patch)
-		if err != nil {
-			res = BatchResult{Err: err}
-			return errBulkOpFailed
-		}
-		return nil
+		return err
 	})
-	if err != nil && !errors.Is(err, errBulkOpFailed) {
-		return BatchResult{Err: err}
+	if err != nil {
+		if lethe.ErrorCode(err) == lethe.CodeInternal {
+			return BatchResult{}, err
+		}
+		return BatchResult{Err: err}, nil
 	}
-	return res
+	return res, nil
 }

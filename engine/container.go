@@ -233,6 +233,8 @@ func containerSettings(o *jsonv.Object, old *collRecord) (*collRecord, error) {
 	}
 	if v, ok := pkObj.Get("version"); !ok || v == nil {
 		pkObj.Set("version", jsonv.Number("2"))
+	} else if n, ok := v.(jsonv.Number); !ok || (n.Float64() != 1 && n.Float64() != 2) {
+		return nil, lethe.Errorf(lethe.CodeBadRequest, "The partition key definition version '%s' is invalid; use 1 or 2.", truncate(string(jsonv.Marshal(v)), 50))
 	}
 	rec.PKKind, rec.PKVersion = pkDefinition(o)
 	if old != nil && (!samePaths(old.PKPaths, rec.PKPaths) || old.PKKind != rec.PKKind || old.PKVersion != rec.PKVersion) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 
@@ -133,4 +134,58 @@ func appendString(b []byte, s string) []byte {
 		}
 	}
 	return append(b, 0, 1)
+}
+
+// decodePKTuple decodes the first n components of a tuple (the partition key
+// at the start of a primary suffix) back into a partition key value.
+func decodePKTuple(b []byte, n int) (lethe.PartitionKey, bool) {
+	pk := make(lethe.PartitionKey, 0, n)
+	for range n {
+		if len(b) == 0 {
+			return nil, false
+		}
+		tag := b[0]
+		b = b[1:]
+		switch tag {
+		case tagUndefined:
+			pk = append(pk, lethe.Undefined{})
+		case tagNull:
+			pk = append(pk, nil)
+		case tagFalse:
+			pk = append(pk, false)
+		case tagTrue:
+			pk = append(pk, true)
+		case tagNumber:
+			if len(b) < 8 {
+				return nil, false
+			}
+			bits := binary.BigEndian.Uint64(b)
+			if bits&(1<<63) != 0 {
+				bits &^= 1 << 63
+			} else {
+				bits = ^bits
+			}
+			pk = append(pk, math.Float64frombits(bits))
+			b = b[8:]
+		case tagString:
+			var sb []byte
+			for {
+				i := bytes.IndexByte(b, 0)
+				if i < 0 || i+1 >= len(b) {
+					return nil, false
+				}
+				sb = append(sb, b[:i]...)
+				if b[i+1] == 1 {
+					b = b[i+2:]
+					break
+				}
+				sb = append(sb, 0) // 0x00 0xff is an escaped zero byte
+				b = b[i+2:]
+			}
+			pk = append(pk, string(sb))
+		default:
+			return nil, false
+		}
+	}
+	return pk, true
 }

@@ -74,7 +74,7 @@ func decodeContainer(key, raw []byte) (*collRecord, *layout, error) {
 		return nil, nil, err
 	}
 	if rec.PKKind == "" { // written before the record kept it
-		o, err := jsonv.ParseObject(rec.Body)
+		o, err := jsonv.ParseStoredObject(rec.Body)
 		if err != nil {
 			return nil, nil, err
 		}

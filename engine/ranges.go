@@ -2,8 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math"
 	"strconv"
 	"strings"
 
@@ -120,6 +118,23 @@ type docFilter struct {
 	part     *partitioning
 }
 
+// matchPK reports whether documents of partition key value pk (normalized)
+// belong in scope.
+func (f *docFilter) matchPK(pk lethe.PartitionKey) bool {
+	if f == nil {
+		return true
+	}
+	if f.prefix != nil && !bytes.HasPrefix(appendTuple(nil, pk), f.prefix) {
+		return false
+	}
+	return !f.epk || f.inBounds(f.part.epk(pk))
+}
+
+// inBounds reports whether an EPK lies in the filter's EPK bounds.
+func (f *docFilter) inBounds(e string) bool {
+	return pkrange.Compare(f.min, e) <= 0 && pkrange.Compare(e, f.max) < 0
+}
+
 // match reports whether the document with primary suffix belongs in scope.
 func (f *docFilter) match(suffix []byte) bool {
 	if f == nil {
@@ -135,8 +150,7 @@ func (f *docFilter) match(suffix []byte) bool {
 	if !ok {
 		return false
 	}
-	e := f.part.epk(pk)
-	return pkrange.Compare(f.min, e) <= 0 && pkrange.Compare(e, f.max) < 0
+	return f.inBounds(f.part.epk(pk))
 }
 
 // filter compiles a request's partition key (allowPrefix: a prefix of a
@@ -224,58 +238,4 @@ func isHex(s string) bool {
 		}
 	}
 	return true
-}
-
-// decodePKTuple decodes the first n components of a tuple (the partition key
-// at the start of a primary suffix) back into a partition key value.
-func decodePKTuple(b []byte, n int) (lethe.PartitionKey, bool) {
-	pk := make(lethe.PartitionKey, 0, n)
-	for range n {
-		if len(b) == 0 {
-			return nil, false
-		}
-		tag := b[0]
-		b = b[1:]
-		switch tag {
-		case tagUndefined:
-			pk = append(pk, lethe.Undefined{})
-		case tagNull:
-			pk = append(pk, nil)
-		case tagFalse:
-			pk = append(pk, false)
-		case tagTrue:
-			pk = append(pk, true)
-		case tagNumber:
-			if len(b) < 8 {
-				return nil, false
-			}
-			bits := binary.BigEndian.Uint64(b)
-			if bits&(1<<63) != 0 {
-				bits &^= 1 << 63
-			} else {
-				bits = ^bits
-			}
-			pk = append(pk, math.Float64frombits(bits))
-			b = b[8:]
-		case tagString:
-			var sb []byte
-			for {
-				i := bytes.IndexByte(b, 0)
-				if i < 0 || i+1 >= len(b) {
-					return nil, false
-				}
-				sb = append(sb, b[:i]...)
-				if b[i+1] == 1 {
-					b = b[i+2:]
-					break
-				}
-				sb = append(sb, 0) // 0x00 0xff is an escaped zero byte
-				b = b[i+2:]
-			}
-			pk = append(pk, string(sb))
-		default:
-			return nil, false
-		}
-	}
-	return pk, true
 }

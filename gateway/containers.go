@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"net/http"
 	"strconv"
 
@@ -122,6 +124,17 @@ func (s *Server) deleteContainer(w http.ResponseWriter, rq *request) {
 	writeNoContent(w, rq)
 }
 
+// rangeRID returns the _rid of a container's range i: the container's 8-byte
+// RID followed by the range's index, 8 bytes big-endian, so that each range
+// has a _rid and a _self of its own.
+func rangeRID(containerRID string, i int) string {
+	b, err := base64.StdEncoding.DecodeString(containerRID)
+	if err != nil {
+		return containerRID
+	}
+	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint64(b, uint64(i)))
+}
+
 // getPartitionKeyRanges serves the container's partition key ranges, which
 // cover the effective partition key space from "" to "FF". They never change
 // (Lethe does not split ranges), and neither does their etag, so the Go SDK's
@@ -144,7 +157,7 @@ func (s *Server) getPartitionKeyRanges(w http.ResponseWriter, rq *request) {
 	items := make([][]byte, len(info.Ranges))
 	fraction := strconv.FormatFloat(1/float64(len(info.Ranges)), 'g', -1, 64)
 	for i, r := range info.Ranges {
-		rangeRID := info.RID // nothing reads a range's _rid; the container's is unique enough
+		rangeRID := rangeRID(info.RID, i)
 		items[i] = []byte(`{"_rid":` + strconv.Quote(rangeRID) + `,"id":` + strconv.Quote(r.ID) + `,"_etag":` + strconv.Quote(etag) +
 			`,"minInclusive":` + strconv.Quote(r.Min) + `,"maxExclusive":` + strconv.Quote(r.Max) + `,"ridPrefix":` + strconv.Itoa(i) +
 			`,"_self":` + strconv.Quote("dbs/"+rq.segs[1]+"/colls/"+rq.segs[3]+"/pkranges/"+rangeRID+"/") +

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -55,10 +56,12 @@ func (s *Server) writeError(w http.ResponseWriter, rq *request, err error) {
 		w.WriteHeader(status)
 		return
 	}
-	if e, ok := err.(*lethe.Error); ok && e.SubStatus != 0 {
+	var e *lethe.Error
+	domain := errors.As(err, &e)
+	if domain && e.SubStatus != 0 {
 		h.Set("x-ms-substatus", strconv.Itoa(e.SubStatus))
 	}
-	if e, ok := err.(*lethe.Error); ok && e.RetryAfter > 0 {
+	if domain && e.RetryAfter > 0 {
 		h.Set("x-ms-retry-after-ms", strconv.FormatInt(max(1, e.RetryAfter.Milliseconds()), 10))
 	}
 	body := struct {
@@ -66,7 +69,7 @@ func (s *Server) writeError(w http.ResponseWriter, rq *request, err error) {
 		Message        string `json:"message"`
 		AdditionalInfo string `json:"additionalErrorInfo,omitempty"`
 	}{Code: code, Message: lethe.ErrorMessage(err)}
-	if e, ok := err.(*lethe.Error); ok {
+	if domain {
 		body.AdditionalInfo = e.AdditionalInfo
 	}
 	rq.writeJSON(w, status, body)

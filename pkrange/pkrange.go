@@ -85,6 +85,9 @@ func appendComponent(b []byte, c any) []byte {
 		}
 		return append(b, markerFalse)
 	case float64:
+		if v == 0 {
+			v = 0 // -0 is the same partition key value as 0 (the store keeps one key for both)
+		}
 		b = append(b, markerNumber)
 		return binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
 	case string:

@@ -1,6 +1,7 @@
 package pkrange
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -23,6 +24,7 @@ func TestEPK(t *testing.T) {
 		{lethe.PartitionKey{"emoji 😀"}, false, "1955D8DF7871CE571B59350BB4C30A69"},
 		{lethe.PartitionKey{5.0}, false, "19C08621B135968252FB34B4CF66F811"},
 		{lethe.PartitionKey{0.0}, false, "155B95BEDAC4B1E9EC1CDC9BB0DDDE58"},
+		{lethe.PartitionKey{math.Copysign(0, -1)}, false, "155B95BEDAC4B1E9EC1CDC9BB0DDDE58"}, // -0 is 0
 		{lethe.PartitionKey{-1.5}, false, "151793206780805FF6E1DCAE6C787B6A"},
 		{lethe.PartitionKey{1e300}, false, "1234CB21048B20039B22F11DBB13CD7B"},
 		{lethe.PartitionKey{true}, false, "0E711127C5B5A8E4726AC6DD306A3E59"},
