@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,8 +90,9 @@ type ContainerInfo struct {
 	IndexingMode string
 	// IndexProgress is how far the re-index after an indexing policy change
 	// has got, in percent: 100 when none is pending (queries then use the
-	// index of the current policy), else 0 to 99, the share of the
-	// container's documents, in insertion order, already re-indexed.
+	// index of the current policy), else 0 to 99: how far the re-index has
+	// got through the insertion-order positions it must cover (deleted
+	// documents leave gaps, so it is not exactly a share of documents).
 	IndexProgress int
 }
 
@@ -435,12 +435,12 @@ func (e *Engine) ReadContainer(ctx context.Context, dbID, collID string) (Resour
 	var res Resource
 	var info ContainerInfo
 	err := e.store.View(ctx, func(r kv.Reader) error {
-		_, c, err := getContainer(r, dbID, collID)
+		_, c, l, err := getContainerLayout(r, dbID, collID)
 		if err != nil {
 			return err
 		}
 		res = c.resource()
-		info = ContainerInfo{RID: c.RID, PartitionKeyPaths: c.PKPaths, Ranges: pkrange.Layout(c.rangeCount()), IndexingMode: c.IndexingMode, IndexProgress: 100}
+		info = ContainerInfo{RID: c.RID, PartitionKeyPaths: c.PKPaths, Ranges: l.part.ranges, IndexingMode: c.IndexingMode, IndexProgress: 100}
 		if c.IndexBuild != nil {
 			info.IndexProgress, err = indexProgress(r, c)
 		}
@@ -455,24 +455,20 @@ func (e *Engine) ReadContainer(ctx context.Context, dbID, collID string) (Resour
 // before that was kept, the last one allocated now), in percent, never 100
 // while the build is pending.
 func indexProgress(r kv.Reader, c *collRecord) (int, error) {
-	v, err := r.Get(collKey(pfxSeq, c.rid()))
-	if errors.Is(err, kv.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read sequence counter of %q: %w", c.ID, err)
-	}
-	if len(v) != 8 {
-		return 0, errCorruptRecord
-	}
-	last := binary.BigEndian.Uint64(v)
+	var last uint64
 	if c.IndexBuildEnd != nil {
 		last = *c.IndexBuildEnd // documents written since are indexed as they come
+	} else {
+		var err error
+		if last, err = lastSeq(r, c.rid()); err != nil {
+			return 0, fmt.Errorf("index progress of %q: %w", c.ID, err)
+		}
 	}
 	return int(min(99, *c.IndexBuild*100/(last+1))), nil
 }
 
-// ContainerInfo returns a container's RID and partition key paths.
+// ContainerInfo returns what ReadContainer knows of a container beyond its
+// body: RID, partition key paths and ranges, indexing mode and progress.
 func (e *Engine) ContainerInfo(ctx context.Context, dbID, collID string) (ContainerInfo, error) {
 	_, info, err := e.ReadContainer(ctx, dbID, collID)
 	return info, err

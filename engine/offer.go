@@ -79,9 +79,6 @@ func listOfferRefs(r kv.Reader) ([]offerRef, error) {
 			continue // cannot happen: a database and its containers go in one transaction
 		}
 		if tp := containerThroughput(db, c); tp != nil {
-			if tp.Default {
-				tp.TS = defaultOfferTS(c)
-			}
 			out = append(out, offerRef{id: collOfferID(c), self: "dbs/" + db.RID + "/colls/" + c.RID + "/", rid: c.RID, tp: tp, key: append([]byte(nil), it.Key()...), c: c})
 		}
 	}
@@ -139,9 +136,13 @@ func (e *Engine) offerResource(o offerRef) Resource {
 			Autopilot:       &autopilotSettings{MaxThroughput: o.tp.AutoscaleMax},
 		}
 	}
+	ts := o.tp.TS
+	if o.tp.Default {
+		ts = defaultOfferTS(o.c) // read from the body only for the offers rendered
+	}
 	body, _ := json.Marshal(offerJSON{
 		ID: o.id, RID: o.id, Self: "offers/" + o.id + "/", Resource: o.self, OfferResourceID: o.rid,
-		OfferType: "Invalid", OfferVersion: "V2", Content: content, ETag: o.tp.ETag, TS: o.tp.TS,
+		OfferType: "Invalid", OfferVersion: "V2", Content: content, ETag: o.tp.ETag, TS: ts,
 	})
 	return Resource{Body: body, ETag: o.tp.ETag, RID: o.id, Charge: ru.Metadata}
 }

@@ -33,7 +33,7 @@ const NoCut = math.MinInt64
 
 // Policy is a container's defaultTtl.
 //
-// The zero value is TTL off (defaultTtl absent or null).
+// The zero value is TTL off (defaultTtl absent; an explicit null is refused).
 type Policy struct {
 	// On is true when defaultTtl is present: TTL is interpreted.
 	On bool
