@@ -300,12 +300,18 @@ test("TTL in real time", { concurrency: true }, async (t) => {
 
   subtests.push(
     t.test("every write restarts the countdown (replace, upsert, patch)", async () => {
-      const c = await ttlContainer(2);
-      const made = [];
-      for (const id of ["rep", "ups", "pat", "untouched"]) made.push((await c.items.create({ id, pk: "p", v: 1 })).resource);
-      const minTs = Math.min(...made.map((d) => d._ts));
-      // One second later, still alive: write three of them.
-      await sleepUntil(expiryMs(minTs, 1));
+      // The four are created in one batch, so they share one _ts; the
+      // rewrites come a second later (so that they move _ts forward) and
+      // two seconds before the originals expire.
+      const c = await ttlContainer(3);
+      const ids = ["rep", "ups", "pat", "untouched"];
+      const batch = await c.items.batch(ids.map((id) => ({ operationType: "Create", resourceBody: { id, pk: "p", v: 1 } })), "p");
+      const made = batch.result.map((r) => r.resourceBody);
+      assert.deepEqual(made.map((d) => d.id), ids);
+      const maxTs = made[0]._ts;
+      assert.ok(made.every((d) => d._ts === maxTs), "one batch, one _ts");
+      // A second after the create, all still alive: write three of them.
+      await sleepUntil(expiryMs(maxTs, 1));
       const rewritten = [
         (await c.item("rep", "p").replace({ id: "rep", pk: "p", v: 2 })).resource,
         (await c.items.upsert({ id: "ups", pk: "p", v: 2 })).resource,
@@ -315,15 +321,15 @@ test("TTL in real time", { concurrency: true }, async (t) => {
         assert.ok(d._ts > made[i]._ts, `${d.id}: the write moved _ts forward`);
       }
       // After the original expiry the rewritten ones live on, the untouched one is gone.
-      await sleepUntil(expiryMs(Math.max(...made.map((d) => d._ts)), 2));
+      await sleepUntil(expiryMs(maxTs, 3));
       await assertGone(c, "untouched", "p");
-      // Live until their own expiry (_ts + 2): judged only for reads answered before it,
-      // since the creates may straddle a second and push this check past it.
+      // Live until their own expiry (_ts + 3): judged only for reads answered before it,
+      // since the rewrites may straddle a second and push this check past it.
       for (const d of rewritten) {
-        await assertLiveUntil(c, d.id, "p", (d._ts + 2) * 1000, `${d.id} after the original expiry`);
+        await assertLiveUntil(c, d.id, "p", (d._ts + 3) * 1000, `${d.id} after the original expiry`);
       }
-      // And they expire two seconds after their new _ts.
-      await sleepUntil(expiryMs(Math.max(...rewritten.map((d) => d._ts)), 2));
+      // And they expire three seconds after their new _ts.
+      await sleepUntil(expiryMs(Math.max(...rewritten.map((d) => d._ts)), 3));
       for (const d of rewritten) await assertGone(c, d.id, "p");
     }),
   );
