@@ -42,15 +42,7 @@ func TestBadInput(t *testing.T) {
 
 	// snapshot captures everything a bad request could have changed.
 	snapshot := func() map[string]string {
-		out := map[string]string{}
-		for _, p := range []string{"/dbs", "/dbs/bad/colls", docsPath("bad", "c"), docsPath("bad", "off"), docsPath("bad", "h")} {
-			r := s.do(t, "GET", p, nil, nil)
-			if r.Status != http.StatusOK {
-				t.Fatalf("snapshot %s: %d", p, r.Status)
-			}
-			out[p] = string(r.Body)
-		}
-		return out
+		return s.snapshot(t, "/dbs", "/dbs/bad/colls", docsPath("bad", "c"), docsPath("bad", "off"), docsPath("bad", "h"))
 	}
 	before := snapshot()
 

@@ -191,25 +191,7 @@ func TestEnforcedDefaultOffer(t *testing.T) {
 	rc := retryingClient(t, s, obs)
 	rcc, _ := rc.NewContainer("dflt", "c")
 	const sdkDocs = 40
-	pad := strings.Repeat("x", 40000)
-	errs := make(chan error, sdkDocs)
-	for i := range sdkDocs {
-		go func() {
-			_, err := rcc.CreateItem(ctx, azcosmos.NewPartitionKeyString("p"), mustMarshal(t, map[string]any{"id": fmt.Sprintf("sdk-%d", i), "pk": "p", "pad": pad}), nil)
-			errs <- err
-		}()
-	}
-	for range sdkDocs {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
-	}
-	if obs.n429.Load() == 0 {
-		t.Error("the SDK burst into an enforced default offer saw no 429")
-	}
-	if bad := obs.bad.Load(); bad != nil {
-		t.Errorf("malformed 429: %v", bad)
-	}
+	sdkBurst(t, rcc, obs, sdkDocs)
 	// Counted through the observed client: the burst may have left the
 	// bucket spent, and only the observer moves the clock when it is.
 	count := mustQuery(t, rcc, "SELECT VALUE COUNT(1) FROM c", azcosmos.NewPartitionKeyString("p"), nil)

@@ -397,3 +397,18 @@ func queryStrings(ctx context.Context, cc *azcosmos.ContainerClient, q string, p
 	}
 	return out, nil
 }
+
+// snapshot returns the bodies of GET on each path: everything a refused
+// request could have changed, to compare before and after.
+func (s *server) snapshot(t testing.TB, paths ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, p := range paths {
+		r := s.do(t, "GET", p, nil, nil)
+		if r.Status != http.StatusOK {
+			t.Fatalf("snapshot %s: %d", p, r.Status)
+		}
+		out[p] = string(r.Body)
+	}
+	return out
+}

@@ -262,6 +262,37 @@ func (o *throttleObserver) Do(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// sdkBurst creates n documents of about 40 KB ("sdk-0" ... under partition
+// key "p") at once through cc, a client that retries 429s, and fails the
+// test for any create that does not complete; then it checks that obs, the
+// client's transport, saw at least one well-formed 429.
+func sdkBurst(t *testing.T, cc *azcosmos.ContainerClient, obs *throttleObserver, n int) {
+	t.Helper()
+	pad := strings.Repeat("x", 40000)
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			id := fmt.Sprintf("sdk-%d", i)
+			_, err := cc.CreateItem(ctx, azcosmos.NewPartitionKeyString("p"), mustMarshal(t, map[string]any{"id": id, "pk": "p", "pad": pad}), nil)
+			if err != nil {
+				err = fmt.Errorf("create %s: %w", id, err)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if obs.n429.Load() == 0 {
+		t.Error("the SDK burst saw no 429: nothing was throttled")
+	}
+	if bad := obs.bad.Load(); bad != nil {
+		t.Errorf("malformed 429: %v", bad)
+	}
+}
+
 // throttlingObserver observes an SDK's requests to s, a server on a manual
 // clock (--clock manual): its throughput buckets refill only when the clock
 // moves, so a bucket a test has spent stays spent, and the next request is
@@ -358,28 +389,7 @@ func TestThrottling(t *testing.T) {
 	obs := throttlingObserver(t, s)
 	cc, _ := retryingClient(t, s, obs).NewContainer("throttle", "small")
 	const sdkDocs = 60
-	errs := make(chan error, sdkDocs)
-	for i := range sdkDocs {
-		go func() {
-			id := fmt.Sprintf("sdk-%d", i)
-			_, err := cc.CreateItem(ctx, azcosmos.NewPartitionKeyString("p"), mustMarshal(t, map[string]any{"id": id, "pk": "p", "pad": pad}), nil)
-			if err != nil {
-				err = fmt.Errorf("create %s: %w", id, err)
-			}
-			errs <- err
-		}()
-	}
-	for range sdkDocs {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
-	}
-	if obs.n429.Load() == 0 {
-		t.Error("the SDK burst saw no 429: nothing was throttled")
-	}
-	if bad := obs.bad.Load(); bad != nil {
-		t.Errorf("malformed 429: %v", bad)
-	}
+	sdkBurst(t, cc, obs, sdkDocs)
 
 	// Exactly the acknowledged documents exist: throttled creates made nothing.
 	pager := cc.NewQueryItemsPager("SELECT VALUE c.id FROM c", azcosmos.NewPartitionKeyString("p"), nil)

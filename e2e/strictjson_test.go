@@ -79,15 +79,7 @@ func TestAmbiguousJSON(t *testing.T) {
 	offerID, offerBefore := containerOffer(t, s, c, "sj", "o")
 
 	snapshot := func() map[string]string {
-		out := map[string]string{}
-		for _, p := range []string{"/dbs", "/dbs/sj/colls", docsPath("sj", "c"), collPath("sj", "c")} {
-			r := s.do(t, "GET", p, nil, nil)
-			if r.Status != http.StatusOK {
-				t.Fatalf("snapshot %s: %d", p, r.Status)
-			}
-			out[p] = string(r.Body)
-		}
-		return out
+		return s.snapshot(t, "/dbs", "/dbs/sj/colls", docsPath("sj", "c"), collPath("sj", "c"))
 	}
 	before := snapshot()
 

@@ -20,15 +20,7 @@ async function usage(container) {
   assert.ok(res.headers["x-ms-resource-quota"], "x-ms-resource-quota is missing");
   const raw = res.headers["x-ms-resource-usage"];
   assert.ok(raw, "x-ms-resource-usage is missing");
-  return Object.fromEntries(
-    raw
-      .split(";")
-      .filter(Boolean)
-      .map((kv) => {
-        const [k, v] = kv.split("=");
-        return [k, Number(v)];
-      }),
-  );
+  return usageFields(raw);
 }
 
 test("usage counts live documents and drops expired ones at once", async () => {
