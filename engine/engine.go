@@ -21,6 +21,7 @@ import (
 	"github.com/lethe-db/lethe/activity"
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/purgectl"
 )
 
 // Options configure an Engine. The zero value of each field means its default.
@@ -37,6 +38,10 @@ type Options struct {
 	// PurgeBatch is how many documents one purge transaction deletes at most.
 	// The default is 512.
 	PurgeBatch int
+	// PurgeControl decides how much of the machine the background purge may
+	// take while users are active, from how long the oldest pending expiry
+	// has waited (package purgectl). The zero value takes its defaults.
+	PurgeControl purgectl.Settings
 	// DisablePurger stops the physical deletion of expired documents (clients
 	// see no difference: expiry is decided on every request). Background
 	// re-indexing still runs.

@@ -186,6 +186,14 @@ func (t *metaTx) Delete(key []byte) error {
 	return t.Tx.Delete(key)
 }
 
+// DeleteSized implements [kv.Tx].
+func (t *metaTx) DeleteSized(key []byte, valueSize int) error {
+	if isMetaKey(key) {
+		t.touch()
+	}
+	return t.Tx.DeleteSized(key, valueSize)
+}
+
 // DeleteRange implements [kv.Tx].
 func (t *metaTx) DeleteRange(start, end []byte) error {
 	// [start, end) meets the records' keys, which all begin with B or C.

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/purgectl"
 	"github.com/lethe-db/lethe/ru"
 	"github.com/lethe-db/lethe/throttle"
 	"github.com/lethe-db/lethe/ttl"
@@ -37,6 +39,14 @@ type purger struct {
 	started atomic.Bool
 	purged  atomic.Int64 // documents deleted since start
 	passes  atomic.Int64
+	// busy is the time spent in background purge batches since start, and
+	// share (float64 bits) the share of a core the controller last allowed
+	// (1 while no user was active); oldest (nanoseconds) is the age of the
+	// oldest pending expiry the last batch found. Together they show an
+	// operator the controller at work.
+	busy   atomic.Int64
+	share  atomic.Uint64
+	oldest atomic.Int64
 	// held pauses background purging between batches while true. Only
 	// benchmarks set it, to measure the same load with and without a purge
 	// in alternating windows.
@@ -83,7 +93,9 @@ func (p *purger) countsOf(rid [8]byte) (purged, deferred int64) {
 }
 
 func newPurger(e *Engine) *purger {
-	return &purger{e: e, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
+	p := &purger{e: e, kickc: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
+	p.share.Store(math.Float64bits(purgectl.MinShare))
+	return p
 }
 
 func (p *purger) start() {
@@ -154,14 +166,14 @@ func (p *purger) run() {
 // is pending.
 func (e *Engine) buildIndexesYielding(ctx context.Context) error {
 	for {
-		limit, paced := e.paceForUsers(ctx)
+		limit, paced := e.paceForUsers(ctx, purgectl.MinShare)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		began := time.Now()
 		_, pending, err := e.buildIndexBatch(ctx, limit)
 		if paced {
-			e.restAfterBatch(ctx, time.Since(began))
+			e.restAfterBatch(ctx, purgectl.Rest(purgectl.MinShare, time.Since(began)))
 		}
 		if err != nil || !pending {
 			return err
@@ -175,11 +187,25 @@ type PurgeStats struct {
 	Purged int64
 	// Passes is the number of completed purge passes.
 	Passes int64
+	// Busy is how long the background purge has spent in its batches; Busy
+	// divided by Purged is what deleting a document costs it.
+	Busy time.Duration
+	// Share is the share of one core's time the purge controller last
+	// allowed: from purgectl.MinShare while the purge keeps up, growing as
+	// the oldest pending expiry ages, 1 while no user is active.
+	Share float64
+	// OldestAge is how long the oldest expired document the purge last
+	// found had been waiting, the controller's input.
+	OldestAge time.Duration
 }
 
 // PurgeStats returns the purger's counters.
 func (e *Engine) PurgeStats() PurgeStats {
-	return PurgeStats{Purged: e.purger.purged.Load(), Passes: e.purger.passes.Load()}
+	p := e.purger
+	return PurgeStats{
+		Purged: p.purged.Load(), Passes: p.passes.Load(), Busy: time.Duration(p.busy.Load()),
+		Share: math.Float64frombits(p.share.Load()), OldestAge: time.Duration(p.oldest.Load()),
+	}
 }
 
 // Purge physically deletes every document expired at the current server time,
@@ -201,6 +227,9 @@ type purgeTarget struct {
 	// spare capacity. lastRUPerDoc is what a purged document cost last batch.
 	budget       *throttle.Bucket
 	lastRUPerDoc float64
+	// oldest is how long the oldest expired document its last batch found
+	// had been waiting; 0 once it has none left.
+	oldest time.Duration
 }
 
 // ruPerDoc estimates what purging one of the target's documents costs, from
@@ -237,7 +266,7 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 	for len(targets) > 0 {
 		next := targets[:0]
 		for _, t := range targets {
-			limit, paced := e.opts.PurgeBatch, false
+			limit, paced, share := e.opts.PurgeBatch, false, 1.0
 			switch {
 			case t.budget != nil:
 				// Provisioned: spend only what users left of the last second's
@@ -248,7 +277,13 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 					continue // no spare capacity: the next pass comes back
 				}
 			case yield:
-				limit, paced = e.paceForUsers(ctx)
+				share = e.opts.PurgeControl.Share(oldestOf(targets, e.purger))
+				limit, paced = e.paceForUsers(ctx, share)
+				limit = min(limit, e.opts.PurgeBatch)
+				if !paced {
+					share = 1
+				}
+				e.purger.share.Store(math.Float64bits(share))
 			}
 			for yield && e.purger.held.Load() && ctx.Err() == nil {
 				time.Sleep(time.Millisecond)
@@ -257,9 +292,15 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 				return total, err
 			}
 			began := time.Now()
-			n, more, spent, err := e.purgeBatch(ctx, t, limit, paced)
+			// A paced batch at the minimum share waited for a quiet moment
+			// and was shrunk for users: that counts as deferred.
+			n, more, spent, oldest, err := e.purgeBatch(ctx, t, limit, paced && !purgectl.Behind(share))
+			took := time.Since(began)
+			if yield {
+				e.purger.busy.Add(int64(took))
+			}
 			if paced {
-				e.restAfterBatch(ctx, time.Since(began))
+				e.restAfterBatch(ctx, purgectl.Rest(share, took))
 			}
 			if t.budget != nil && n > 0 {
 				t.budget.UseBackground(e.opts.Now(), spent)
@@ -269,68 +310,89 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 			if err != nil {
 				return total, fmt.Errorf("purge %s/%s: %w", t.db, t.coll, err)
 			}
+			t.oldest = oldest
+			if !more {
+				t.oldest = 0
+			}
 			if more {
 				next = append(next, t)
 			}
+			e.purger.oldest.Store(int64(oldestOf(targets, nil)))
 		}
 		targets = next
 	}
 	e.purger.passes.Add(1)
+	e.purger.oldest.Store(0)
 	return total, nil
+}
+
+// oldestOf returns the longest any of the targets' expired documents has
+// waited, by their last batches; before any batch of this pass, what the
+// last pass left (from p, if not nil).
+func oldestOf(targets []*purgeTarget, p *purger) time.Duration {
+	var oldest time.Duration
+	for _, t := range targets {
+		oldest = max(oldest, t.oldest)
+	}
+	if p != nil {
+		oldest = max(oldest, time.Duration(p.oldest.Load()))
+	}
+	return oldest
 }
 
 // Pacing of the purge around user traffic on containers without provisioned
 // throughput. The signal is the engine's activity tracker: a user operation in
 // flight, or one that ended within its quiet window, means users are active.
-// Then the purger first waits up to userWaitMax for a quiet moment, takes
-// batches smaller by pacedBatchDivisor (a batch holds the store's writer lock,
-// so short batches keep user writes from queueing behind it), and rests
-// pacedRestFactor times as long as each batch took: under load the purge uses
-// at most about a seventeenth of one core and never delays a user write by
-// more than one small batch. (The purge itself stays at normal CPU priority:
-// a lowered thread holding the writer lock would make user writes wait on the
-// kernel's scheduler. Rest factor 4 purged about 4,000 documents a second
-// under the benchmark's load but raised its p99 by about a third; at 16 it
-// purges about 2,000 a second and its own batches show no measurable p99
-// cost.) An idle server purges in full batches, back to back. The flushes
-// and compactions that the purge's deletions cause run at background
-// priority in the store, and compactions at a limited write rate while users
-// are active (pebblekv.Options.Foreground and BackgroundWriteRate).
+// Then the purge takes the share of one core that package purgectl decides
+// from the age of the oldest pending expiry: small batches (a batch holds the
+// store's writer lock, so short batches keep user writes from queueing behind
+// it), each followed by a rest in proportion to how long it took. While the
+// purge keeps up (the minimum share, a seventeenth of a core), it also waits
+// up to userWaitMax for a quiet moment before each batch and does not run
+// beside a compaction: measured in issue 5, its batches then cost user
+// requests nothing measurable. Once it falls behind, it stops waiting for
+// quiet moments, which a saturated server never has, and its share grows
+// until deletion keeps pace with expiry (issue 16). (The purge itself stays at
+// normal CPU priority: a lowered thread holding the writer lock would make
+// user writes wait on the kernel's scheduler.) An idle server purges in full
+// batches, back to back. The flushes and compactions that the purge's
+// deletions cause run at background priority in the store, and compactions at
+// a limited write rate while users are active (pebblekv.Options.Foreground
+// and BackgroundWriteRate).
 const (
-	userWaitMax       = 50 * time.Millisecond
-	pacedBatchDivisor = 32
-	pacedRestFactor   = 16
-	storeBusyPoll     = 2 * time.Millisecond
+	userWaitMax   = 50 * time.Millisecond
+	storeBusyPoll = 2 * time.Millisecond
 )
 
 // usersActive reports whether user operations are running or ran within the
 // tracker's quiet window.
 func (e *Engine) usersActive() bool { return e.opts.Activity.Active() }
 
-// paceForUsers waits, briefly, for a quiet moment and returns the size of the
-// next batch and whether it is paced because users are active. While users
-// are active and the store is busy with background work of its own (a
-// compaction), it waits for that to end: background work then takes one core
-// at a time, never both.
-func (e *Engine) paceForUsers(ctx context.Context) (limit int, paced bool) {
+// paceForUsers returns the size of the next batch at share and whether it is
+// paced because users are active. At the minimum share it first waits,
+// briefly, for a quiet moment, and while users are active and the store is
+// busy with background work of its own (a compaction), for that to end:
+// background work then takes one core at a time, never both.
+func (e *Engine) paceForUsers(ctx context.Context, share float64) (limit int, paced bool) {
+	behind := purgectl.Behind(share)
 	deadline := time.Now().Add(userWaitMax)
-	for e.opts.Activity.InFlight() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+	for !behind && e.opts.Activity.InFlight() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(time.Millisecond)
 	}
 	if !e.usersActive() {
 		return e.opts.PurgeBatch, false
 	}
-	if busy := e.opts.StoreBusy; busy != nil {
+	if busy := e.opts.StoreBusy; busy != nil && !behind {
 		for busy() && e.usersActive() && ctx.Err() == nil {
 			time.Sleep(storeBusyPoll)
 		}
 	}
-	return max(16, e.opts.PurgeBatch/pacedBatchDivisor), true
+	return purgectl.Batch(share), true
 }
 
-// restAfterBatch sleeps pacedRestFactor times a paced batch's duration.
-func (e *Engine) restAfterBatch(ctx context.Context, took time.Duration) {
-	t := time.NewTimer(max(time.Millisecond, took*pacedRestFactor))
+// restAfterBatch sleeps for d, or until ctx ends.
+func (e *Engine) restAfterBatch(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(max(time.Millisecond, d))
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -339,19 +401,20 @@ func (e *Engine) restAfterBatch(ctx context.Context, took time.Duration) {
 }
 
 // purgeBatch deletes up to limit expired documents of one container and
-// reports whether more may remain. paced says the batch was shrunk for user
-// traffic, which the container's deferral counter records.
-func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, paced bool) (n int, more bool, spent float64, err error) {
+// reports whether more may remain, and how long the oldest of them had been
+// expired. deferred says the batch was shrunk and put off for user traffic,
+// which the container's deferral counter records.
+func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, deferred bool) (n int, more bool, spent float64, oldest time.Duration, err error) {
 	now, err := e.now(ctx)
 	if err != nil {
-		return 0, false, 0, err
+		return 0, false, 0, 0, err
 	}
 	var rid [8]byte
 	var next map[byte][]byte // cursors to adopt once the batch commits
 	// No sync: a purge batch lost in a crash is redone, and its documents stay
 	// expired meanwhile (expiry is final), so nothing waits on the disk here.
 	err = e.store.UpdateNoSync(ctx, func(tx kv.Tx) error {
-		n, more, spent = 0, false, 0
+		n, more, spent, oldest = 0, false, 0, 0
 		s, err := e.scope(tx, t.db, t.coll, now)
 		if err != nil {
 			if isNotFound(err) { // dropped meanwhile: nothing to do
@@ -383,6 +446,11 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, pace
 			}
 			if len(entries) > before {
 				next[pfx] = append(append([]byte(nil), entries[len(entries)-1].key...), 0)
+				// The index is ordered by instant: its first entry here is its
+				// longest-waiting one, expired (cut - instant) seconds ago.
+				if k := entries[before].key; len(k) >= 1+8+8 {
+					oldest = max(oldest, time.Duration(cut-decodeInt64(k[9:17]))*time.Second)
+				}
 			}
 			return it.Err()
 		}
@@ -411,7 +479,12 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, pace
 			}
 			s.usage.add([][]byte{nil, en.key}, size, -1)
 			spent += ru.Write{Bytes: size, TermsRemoved: countTerms(manifest)}.Charge()
-			keys := append([][]byte{docKey(s.rid, suffix), orderKey(s.rid, seq), en.key}, manifest...)
+			// The document's own record carries its size, so that the store
+			// can compact its tombstone sooner and free the space (issue 16).
+			if err := tx.DeleteSized(docKey(s.rid, suffix), docHeaderLen+size); err != nil {
+				return err
+			}
+			keys := append([][]byte{orderKey(s.rid, seq), en.key}, manifest...)
 			for _, k := range keys {
 				if err := tx.Delete(k); err != nil {
 					return err
@@ -423,16 +496,16 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, pace
 	})
 	if err == nil {
 		e.purger.purged.Add(int64(n))
-		if n > 0 || paced {
-			var deferred int64
-			if paced {
-				deferred = 1
+		if n > 0 || deferred {
+			var d int64
+			if deferred {
+				d = 1
 			}
-			e.purger.count(rid, int64(n), deferred)
+			e.purger.count(rid, int64(n), d)
 		}
 		for pfx, c := range next {
 			t.cursor[pfx] = c
 		}
 	}
-	return n, more, spent, err
+	return n, more, spent, oldest, err
 }

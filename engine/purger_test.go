@@ -9,6 +9,7 @@ import (
 
 	"github.com/lethe-db/lethe/activity"
 	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/purgectl"
 )
 
 // countingStore wraps a real store and counts the keys it hands out, to measure
@@ -303,7 +304,7 @@ func TestPurgeWaitsOutStoreWork(t *testing.T) {
 	users := &activity.Tracker{}
 	te := openTestEngine(t, newMemStore(t), Options{DisableBackground: true, Activity: users, StoreBusy: busy.Load})
 
-	if limit, paced := te.paceForUsers(context.Background()); paced || limit != te.opts.PurgeBatch {
+	if limit, paced := te.paceForUsers(context.Background(), purgectl.MinShare); paced || limit != te.opts.PurgeBatch {
 		t.Fatalf("users idle, store busy: batch %d paced %v, want a full batch at once", limit, paced)
 	}
 
@@ -315,7 +316,7 @@ func TestPurgeWaitsOutStoreWork(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		limit, paced := te.paceForUsers(context.Background())
+		limit, paced := te.paceForUsers(context.Background(), purgectl.MinShare)
 		done <- result{limit, paced}
 	}()
 	select {

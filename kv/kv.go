@@ -89,6 +89,11 @@ type Tx interface {
 	Put(key, value []byte) error
 	// Delete removes key; deleting an absent key is not an error.
 	Delete(key []byte) error
+	// DeleteSized is Delete for a key whose stored value the caller knows to
+	// be about valueSize bytes. A store that reclaims deleted space lazily
+	// (an LSM tree, by compaction) may use the hint to reclaim it sooner;
+	// the outcome is Delete's whatever the hint, so a wrong one is harmless.
+	DeleteSized(key []byte, valueSize int) error
 	// DeleteRange removes every key in [start, end).
 	DeleteRange(start, end []byte) error
 }

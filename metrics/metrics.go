@@ -41,6 +41,15 @@ type Options struct {
 	// LoweredFiles reports how many flush and compaction output files the
 	// store has written at background CPU priority. Nil means no such series.
 	LoweredFiles func() int64
+	// PurgeShare reports the share of one core the TTL purge's controller
+	// currently allows (1 while no user is active). Nil means no such series.
+	PurgeShare func() float64
+	// PurgeBusy reports how long the TTL purge has spent deleting documents.
+	// Nil means no such series.
+	PurgeBusy func() time.Duration
+	// DiskBytes reports the space the store's files take. Nil means no such
+	// series.
+	DiskBytes func() uint64
 }
 
 // Metrics is one server's set of metrics and the registry that exports them.
@@ -77,17 +86,15 @@ func New(opts Options) *Metrics {
 	if opts.TTL != nil {
 		reg.MustRegister(newTTLCollector(opts.TTL, opts.TTLTimeout, opts.Logger))
 	}
-	if rest := opts.CompactionRest; rest != nil {
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "lethe_store_compaction_rest_seconds_total",
-			Help: "Time the store's compactions have rested to leave the CPU to user requests.",
-		}, func() float64 { return rest().Seconds() }))
-	}
-	if lowered := opts.LoweredFiles; lowered != nil {
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "lethe_store_background_priority_files_total",
-			Help: "Flush and compaction output files the store wrote at background CPU priority.",
-		}, func() float64 { return float64(lowered()) }))
+	for _, f := range sourcedSeries(opts) {
+		if f.value == nil {
+			continue
+		}
+		if f.counter {
+			reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: f.name, Help: f.help}, f.value))
+		} else {
+			reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: f.name, Help: f.help}, f.value))
+		}
 	}
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
@@ -104,3 +111,35 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Handler serves the registry in the Prometheus text (or negotiated) format.
 func (m *Metrics) Handler() http.Handler { return m.handler }
+
+// funcSeries is a series read from a source at each scrape.
+type funcSeries struct {
+	name, help string
+	counter    bool
+	value      func() float64 // nil when the source is not set
+}
+
+// sourcedSeries lists the series of opts' sources, with nil values for the
+// sources not set.
+func sourcedSeries(opts Options) []funcSeries {
+	seconds := func(f func() time.Duration) func() float64 {
+		if f == nil {
+			return nil
+		}
+		return func() float64 { return f().Seconds() }
+	}
+	var lowered, disk func() float64
+	if f := opts.LoweredFiles; f != nil {
+		lowered = func() float64 { return float64(f()) }
+	}
+	if f := opts.DiskBytes; f != nil {
+		disk = func() float64 { return float64(f()) }
+	}
+	return []funcSeries{
+		{"lethe_store_compaction_rest_seconds_total", "Time the store's compactions have rested to leave the CPU to user requests.", true, seconds(opts.CompactionRest)},
+		{"lethe_store_background_priority_files_total", "Flush and compaction output files the store wrote at background CPU priority.", true, lowered},
+		{"lethe_store_disk_bytes", "Space the store's files take on disk, files awaiting removal included.", false, disk},
+		{"lethe_ttl_purge_share", "Share of one core the TTL purge may take now: the minimum while it keeps up, more as the oldest pending expiry ages, 1 while no user is active.", false, opts.PurgeShare},
+		{"lethe_ttl_purge_busy_seconds_total", "Time the TTL purge has spent deleting expired documents; divided by lethe_ttl_purged_documents_total, what a deletion costs.", true, seconds(opts.PurgeBusy)},
+	}
+}

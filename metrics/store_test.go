@@ -45,3 +45,30 @@ func TestLoweredFiles(t *testing.T) {
 		t.Error("lowered files exported without a source")
 	}
 }
+
+func TestPurgeAndDiskSeries(t *testing.T) {
+	share, busy, disk := 0.25, 1500*time.Millisecond, uint64(4096)
+	m := New(Options{
+		PurgeShare: func() float64 { return share },
+		PurgeBusy:  func() time.Duration { return busy },
+		DiskBytes:  func() uint64 { return disk },
+	})
+	for _, want := range []string{"lethe_ttl_purge_share 0.25\n", "lethe_ttl_purge_busy_seconds_total 1.5\n", "lethe_store_disk_bytes 4096\n"} {
+		if body := scrapeText(m); !strings.Contains(body, want) {
+			t.Errorf("scrape lacks %q:\n%s", want, body)
+		}
+	}
+	share, busy, disk = 0.5, 3*time.Second, 8192 // read at each scrape
+	body := scrapeText(m)
+	for _, want := range []string{"lethe_ttl_purge_share 0.5\n", "lethe_ttl_purge_busy_seconds_total 3\n", "lethe_store_disk_bytes 8192\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the series did not follow its source: no %q", want)
+		}
+	}
+	f := families(t, New(Options{}).Registry())
+	for _, name := range []string{"lethe_ttl_purge_share", "lethe_ttl_purge_busy_seconds_total", "lethe_store_disk_bytes"} {
+		if f[name] != nil {
+			t.Errorf("%s exported without a source", name)
+		}
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +39,7 @@ import (
 	"github.com/lethe-db/lethe/engine"
 	"github.com/lethe-db/lethe/gateway"
 	"github.com/lethe-db/lethe/kv/pebblekv"
+	"github.com/lethe-db/lethe/purgectl"
 	"github.com/lethe-db/lethe/tlscert"
 )
 
@@ -196,6 +198,10 @@ type config struct {
 	metrics     bool
 	advertise   string
 	allQueries  bool
+	// The purge controller's settings (package purgectl), as given and as
+	// parsed by validate.
+	purgeTargetAge, purgeMaxShare string
+	purge                         purgectl.Settings
 }
 
 // parseServeFlags parses serve's flags over the LETHE_* environment. On -h or
@@ -219,6 +225,8 @@ func parseServeFlags(args []string, help io.Writer) (*config, error) {
 	// Expiry is decided inline on every request, so turning the purger off
 	// changes nothing clients see; tests use it to prove exactly that.
 	fs.BoolVar(&c.noPurge, "disable-purger", envBool("LETHE_DISABLE_PURGER"), "never physically delete expired documents (they stay invisible to clients): for tests of TTL semantics (LETHE_DISABLE_PURGER)")
+	fs.StringVar(&c.purgeTargetAge, "purge-target-age", env("LETHE_PURGE_TARGET_AGE", purgectl.DefaultTargetAge.String()), "while users are active, the purge takes more of the CPU as its oldest pending expiry ages, up to --purge-max-share at this age: the longest expired documents should wait on disk under a load that never stops (LETHE_PURGE_TARGET_AGE)")
+	fs.StringVar(&c.purgeMaxShare, "purge-max-share", env("LETHE_PURGE_MAX_SHARE", strconv.FormatFloat(purgectl.DefaultMaxShare, 'g', -1, 64)), "the most of one core the purge takes while users are active, between 0.06 and 1 (LETHE_PURGE_MAX_SHARE)")
 	fs.BoolVar(&c.enforceRU, "enforce-default-throughput", envBool("LETHE_ENFORCE_DEFAULT_THROUGHPUT"), "throttle containers created without throughput at their default offer's 400 RU/s, as Cosmos DB does; off, like the emulator without /EnableRateLimiting (LETHE_ENFORCE_DEFAULT_THROUGHPUT)")
 	fs.StringVar(&c.logLevel, "log-level", env("LETHE_LOG_LEVEL", "info"), "debug, info, warn or error (LETHE_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("LETHE_LOG_FORMAT", "text"), "text or json (LETHE_LOG_FORMAT)")
@@ -288,6 +296,16 @@ func (c *config) validate() error {
 	}
 	if c.logFormat != "text" && c.logFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format %q is not text or json", c.logFormat))
+	}
+	if d, err := time.ParseDuration(c.purgeTargetAge); err != nil || d <= purgectl.Grace {
+		errs = append(errs, fmt.Errorf("--purge-target-age %q is not a duration over %v (like 5s)", c.purgeTargetAge, purgectl.Grace))
+	} else {
+		c.purge.TargetAge = d
+	}
+	if f, err := strconv.ParseFloat(c.purgeMaxShare, 64); err != nil || f < purgectl.MinShare || f > 1 {
+		errs = append(errs, fmt.Errorf("--purge-max-share %q is not a share of a core between %.2f and 1", c.purgeMaxShare, purgectl.MinShare))
+	} else {
+		c.purge.MaxShare = f
 	}
 	if c.clock != clockWall && c.clock != clockManual {
 		errs = append(errs, fmt.Errorf("--clock %q is not wall or manual", c.clock))
@@ -372,7 +390,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		}
 	}()
 	now, manual := serverClock(c.clock)
-	eng, err := engine.Open(ctx, engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, EnforceDefaultThroughput: c.enforceRU, Activity: users, StoreBusy: store.Compacting,
+	eng, err := engine.Open(ctx, engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, PurgeControl: c.purge, EnforceDefaultThroughput: c.enforceRU, Activity: users, StoreBusy: store.Compacting,
 		ServeAllCrossPartitionQueries: c.allQueries})
 	if err != nil {
 		return err

@@ -23,6 +23,9 @@ func newMetrics(c *config, eng *engine.Engine, store *pebblekv.Store, log *slog.
 		Logger:         log,
 		CompactionRest: func() time.Duration { return store.Pacing().Rested },
 		LoweredFiles:   func() int64 { return store.Pacing().LoweredFiles },
+		PurgeShare:     func() float64 { return eng.PurgeStats().Share },
+		PurgeBusy:      func() time.Duration { return eng.PurgeStats().Busy },
+		DiskBytes:      func() uint64 { return store.IOStats().DiskBytes },
 	})
 }
 

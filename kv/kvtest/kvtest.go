@@ -257,6 +257,22 @@ func testDelete(t *testing.T, s kv.Store) {
 		return tx.Delete([]byte("d"))
 	})
 	checkPairs(t, "after delete+put", dump(t, s), []pair{{"a", "again"}, {"c", "3"}})
+
+	// DeleteSized deletes as Delete does, whether its size hint is right,
+	// wrong or absurd, and the transaction sees its own deletion.
+	update(t, s, func(tx kv.Tx) error {
+		for _, d := range []struct {
+			key  string
+			size int
+		}{{"a", len("again")}, {"c", 1 << 20}, {"absent", -1}} {
+			if err := tx.DeleteSized([]byte(d.key), d.size); err != nil {
+				return fmt.Errorf("DeleteSized(%s, %d): %w", d.key, d.size, err)
+			}
+		}
+		checkGet(t, tx, "a", nil)
+		return tx.Put([]byte("e"), []byte("5"))
+	})
+	checkPairs(t, "after delete sized", dump(t, s), []pair{{"e", "5"}})
 }
 
 func testDeleteRange(t *testing.T, s kv.Store) {

@@ -453,3 +453,69 @@ func (j *jobCounter) listener() *pebble.EventListener {
 		FlushEnd:        func(pebble.FlushInfo) { end() },
 	}
 }
+
+// IOStats are the store's cumulative write figures and its size on disk, for
+// measuring what an operation costs in bytes (benchmarks) and how much of the
+// disk the store holds (metrics).
+type IOStats struct {
+	// WALBytes is how many bytes commits wrote to the write-ahead log (0 for
+	// an in-memory store, which has none).
+	WALBytes uint64
+	// FlushedBytes and CompactedBytes are how many bytes flushes and
+	// compactions wrote to sstables.
+	FlushedBytes, CompactedBytes uint64
+	// DiskBytes is the space the store's files take now, obsolete files not
+	// yet removed included.
+	DiskBytes uint64
+	// LiveTableBytes is the size of the sstables in the LSM tree now: the
+	// data, and the deletions compactions have not yet dropped.
+	LiveTableBytes uint64
+}
+
+// IOStats returns the store's write figures, or the zero value once it is
+// closed. It takes Pebble's metrics lock: call it at most a few times a
+// second.
+func (s *Store) IOStats() IOStats {
+	if s.enter() != nil {
+		return IOStats{}
+	}
+	defer s.inflight.Done()
+	m := s.db.Metrics()
+	st := IOStats{WALBytes: m.WAL.BytesWritten, DiskBytes: m.DiskSpaceUsage()}
+	for _, l := range m.Levels {
+		st.LiveTableBytes += uint64(max(l.TablesSize, 0))
+		st.FlushedBytes += l.TableBytesFlushed + l.BlobBytesFlushed
+		st.CompactedBytes += l.TableBytesCompacted + l.BlobBytesCompacted
+	}
+	return st
+}
+
+// Settle flushes the memtable and waits until no flush or compaction has
+// run for settleQuiet, so that a benchmark can count the background work an
+// operation caused. It is for benchmarks and tests: with writes going on it
+// may not return until ctx ends.
+func (s *Store) Settle(ctx context.Context) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.inflight.Done()
+	if err := s.db.Flush(); err != nil {
+		return fmt.Errorf("pebblekv: flush %s: %w", s.desc, err)
+	}
+	quietSince := time.Now()
+	for time.Since(quietSince) < settleQuiet {
+		if s.jobs.running.Load() > 0 || s.db.Metrics().Compact.NumInProgress > 0 {
+			quietSince = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// settleQuiet is how long Settle waits for no background work: Pebble starts
+// the compactions a flush makes due within milliseconds of it.
+const settleQuiet = 500 * time.Millisecond

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -143,6 +144,21 @@ func (t *tx) Delete(key []byte) error {
 		return errTxDone
 	}
 	if err := t.batch.Delete(key, nil); err != nil {
+		return fmt.Errorf("pebblekv: delete: %w", err)
+	}
+	return nil
+}
+
+// DeleteSized implements [kv.Tx]. Pebble records the deleted value's size
+// with the tombstone and counts it into the sstable's estimate of the space
+// its deletions free, so that compactions pick tables full of such deletions
+// sooner and the space of deleted documents leaves the disk.
+func (t *tx) DeleteSized(key []byte, valueSize int) error {
+	if t.state.done.Load() {
+		return errTxDone
+	}
+	size := uint32(min(max(valueSize, 0), math.MaxUint32))
+	if err := t.batch.DeleteSized(key, size, nil); err != nil {
 		return fmt.Errorf("pebblekv: delete: %w", err)
 	}
 	return nil

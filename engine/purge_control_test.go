@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lethe-db/lethe/activity"
+	"github.com/lethe-db/lethe/purgectl"
+)
+
+// TestPurgeShareFollowsTheOldestAge drives the background purge (paced, with
+// a user operation in flight) over backlogs of growing age on the injected
+// clock: the share of a core the controller allows grows with the age of the
+// oldest pending expiry, reaches its maximum past the target age, and is
+// given back once the backlog drains.
+func TestPurgeShareFollowsTheOldestAge(t *testing.T) {
+	users := &activity.Tracker{}
+	ctl := purgectl.Settings{TargetAge: 5 * time.Second, MaxShare: 0.5}
+	te := openTestEngine(t, newMemStore(t), Options{DisableBackground: true, Activity: users, PurgeControl: ctl})
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":-1`)
+	end := users.Begin() // users are active for the whole test
+	defer end()
+
+	// backlog creates n documents with a 10 s ttl, lets them wait age past
+	// their expiry, and runs one background purge pass over them.
+	round := 0
+	backlog := func(n int, age time.Duration) PurgeStats {
+		t.Helper()
+		round++
+		te.fill("c", fmt.Sprintf("r%d-", round), n, `,"ttl":10`)
+		te.clock.Advance(10*time.Second + age)
+		purged, err := te.purge(ctx, true)
+		if err != nil || purged != n {
+			t.Fatalf("round %d: purged %d, %v; want %d", round, purged, err, n)
+		}
+		return te.PurgeStats()
+	}
+
+	// Each pass starts at the share the last one left and then follows the
+	// age its batches find: 40 documents take at least 2 batches at any share.
+	fresh := backlog(40, 0)
+	if fresh.Share != purgectl.MinShare {
+		t.Errorf("a backlog just expired: share %v, want the minimum %v", fresh.Share, purgectl.MinShare)
+	}
+	prev := fresh.Share
+	for _, age := range []time.Duration{2 * time.Second, 3 * time.Second, 4 * time.Second} {
+		st := backlog(100, age)
+		if want := ctl.Share(age); st.Share != want {
+			t.Errorf("oldest waiting %v: share %v, want %v", age, st.Share, want)
+		}
+		if st.Share <= prev {
+			t.Errorf("oldest waiting %v: share %v did not grow from %v", age, st.Share, prev)
+		}
+		prev = st.Share
+	}
+	old := backlog(300, time.Minute)
+	if old.Share != 0.5 {
+		t.Errorf("oldest waiting a minute: share %v, want the maximum 0.5", old.Share)
+	}
+	if old.OldestAge != 0 {
+		t.Errorf("after the pass drained the backlog the oldest age is %v, want 0", old.OldestAge)
+	}
+	if old.Busy <= fresh.Busy {
+		t.Errorf("busy time %v did not grow from %v over four paced passes", old.Busy, fresh.Busy)
+	}
+
+	// Drained: a new backlog that has not waited gets the minimum again.
+	if st := backlog(40, 0); st.Share != purgectl.MinShare {
+		t.Errorf("after draining: share %v, want it given back to %v", st.Share, purgectl.MinShare)
+	}
+	if err := te.Check(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestPurgeBehindStopsWaitingForQuiet: once the purge is behind it no longer
+// waits for a quiet moment or for the store's own compactions, which a
+// saturated server never has, and takes larger batches.
+func TestPurgeBehindStopsWaitingForQuiet(t *testing.T) {
+	users := &activity.Tracker{}
+	busy := func() bool { return true } // the store is always compacting
+	te := openTestEngine(t, newMemStore(t), Options{DisableBackground: true, Activity: users, StoreBusy: busy})
+	end := users.Begin()
+	defer end()
+	share := te.opts.PurgeControl.Share(time.Minute)
+	done := make(chan int, 1)
+	go func() {
+		limit, paced := te.paceForUsers(ctx, share)
+		if !paced {
+			limit = -1
+		}
+		done <- limit
+	}()
+	select {
+	case limit := <-done:
+		if limit != purgectl.Batch(share) || limit <= purgectl.MinBatch {
+			t.Errorf("behind: batch %d, want a paced batch of %d, larger than %d", limit, purgectl.Batch(share), purgectl.MinBatch)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("behind, the purge still waits for the store's work to end")
+	}
+}
