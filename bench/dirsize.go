@@ -7,13 +7,13 @@ import (
 	"path/filepath"
 )
 
-// dirSize is the disk usage of everything under dir, bytes: allocated
-// blocks where the system reports them (as du counts), else file sizes.
-// Files that vanish during the walk (a store deletes obsolete files all the
-// time) are skipped.
-func dirSize(dir string) (int64, error) {
-	var total int64
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+// dirSize measures everything under dir: disk is its disk usage, bytes
+// (allocated blocks where the system reports them, as du counts: space a
+// store preallocates for its logs included), files the sum of the files'
+// sizes (what they hold). Files that vanish during the walk (a store deletes
+// obsolete files all the time) are skipped.
+func dirSize(dir string) (disk, files int64, err error) {
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && path != dir {
 				return nil
@@ -27,11 +27,14 @@ func dirSize(dir string) (int64, error) {
 			}
 			return err
 		}
-		total += diskBytes(info)
+		disk += diskBytes(info)
+		if info.Mode().IsRegular() {
+			files += info.Size()
+		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("size of %s: %w", dir, err)
+		return 0, 0, fmt.Errorf("size of %s: %w", dir, err)
 	}
-	return total, nil
+	return disk, files, nil
 }

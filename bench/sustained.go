@@ -244,8 +244,8 @@ func (s *sampler) take(start time.Time, ops func() int64) {
 		}
 	}
 	if s.dataDir != "" {
-		if size, err := dirSize(s.dataDir); err == nil {
-			x.DataDirBytes = &size
+		if disk, files, err := dirSize(s.dataDir); err == nil {
+			x.DataDirBytes, x.DataDirFileBytes = &disk, &files
 		} else {
 			s.dirErrors++
 			if s.dirErr == nil {
@@ -297,7 +297,7 @@ func (s *sampler) report() {
 		line += " no metrics"
 	}
 	if x.DataDirBytes != nil {
-		line += fmt.Sprintf(", data dir %.1f MB", mb(*x.DataDirBytes))
+		line += fmt.Sprintf(", data dir %.1f MB (files %.1f MB)", mb(*x.DataDirBytes), mb(*x.DataDirFileBytes))
 	}
 	if x.ServerCores != nil {
 		line += fmt.Sprintf(", server %.2f cores", *x.ServerCores)

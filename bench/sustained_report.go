@@ -51,12 +51,9 @@ func writeTimeline(w io.Writer, rows []timelineRow) {
 		return false
 	}
 	if has(func(r timelineRow) bool { return r.DataDirBytes != nil }) {
-		cols = append(cols, column[timelineRow]{"data dir MB", func(r timelineRow) string {
-			if r.DataDirBytes == nil {
-				return "-"
-			}
-			return fmt.Sprintf("%.1f", mb(*r.DataDirBytes))
-		}})
+		cols = append(cols,
+			column[timelineRow]{"data dir MB", func(r timelineRow) string { return num(mbOf(r.DataDirBytes), "%.1f", 1) }},
+			column[timelineRow]{"files MB", func(r timelineRow) string { return num(mbOf(r.DataDirFileBytes), "%.1f", 1) }})
 	}
 	if has(func(r timelineRow) bool { return r.ServerCores != nil }) {
 		cols = append(cols, column[timelineRow]{"srv cores", func(r timelineRow) string { return num(r.ServerCores, "%.2f", 1) }})
@@ -100,12 +97,6 @@ func (s *SustainedResult) writeSummary(w io.Writer, workload string) {
 		cell  func(*SustainedRun) string
 		ratio string
 	}
-	mbOf := func(b *int64) *float64 {
-		if b == nil {
-			return nil
-		}
-		return ptr(mb(*b))
-	}
 	lines := []line{
 		{"foreground ops/s", func(r *SustainedRun) string { return fmt.Sprintf("%.0f", r.Measurement.OpsPerSec) }, ""},
 		{"p50 latency ms", func(r *SustainedRun) string { return fmt.Sprintf("%.3f", r.Measurement.Latency.P50/1000) }, ""},
@@ -114,9 +105,13 @@ func (s *SustainedResult) writeSummary(w io.Writer, workload string) {
 		{"pending docs at the end", func(r *SustainedRun) string { return num(r.Summary.PendingDocsEnd, "%.0f", 1) }, ""},
 		{"pending MB at the end", func(r *SustainedRun) string { return num(r.Summary.PendingBytesEnd, "%.1f", 1.0/(1<<20)) }, ""},
 		{"oldest pending s, max over 2nd half", func(r *SustainedRun) string { return num(r.Summary.OldestAgeSteadyMaxSec, "%.0f", 1) }, ""},
-		{"data dir MB at the end", func(r *SustainedRun) string { return num(mbOf(r.Summary.DataDirBytesEnd), "%.1f", 1) }, ""},
-		{"data dir growth MB/s, 2nd half", func(r *SustainedRun) string {
+		{"data dir MB at the end (du)", func(r *SustainedRun) string { return num(mbOf(r.Summary.DataDirBytesEnd), "%.1f", 1) }, ""},
+		{"data dir growth MB/s, 2nd half (du)", func(r *SustainedRun) string {
 			return num(r.Summary.DataDirGrowthBytesPerSec, "%.2f", 1.0/(1<<20))
+		}, ""},
+		{"data dir files MB at the end", func(r *SustainedRun) string { return num(mbOf(r.Summary.DataDirFileBytesEnd), "%.1f", 1) }, ""},
+		{"data dir files growth MB/s, 2nd half", func(r *SustainedRun) string {
+			return num(r.Summary.DataDirFileGrowthBytesPerSec, "%.2f", 1.0/(1<<20))
 		}, ""},
 		{"purged docs/s", func(r *SustainedRun) string { return num(r.Summary.PurgedPerSec, "%.0f", 1) }, ""},
 		{"purge batches deferred", func(r *SustainedRun) string { return num(r.Summary.DeferredBatches, "%.0f", 1) }, ""},
@@ -188,6 +183,14 @@ func (s *SustainedResult) notes(workload string) []string {
 		}
 	}
 	return out
+}
+
+// mbOf converts bytes to MB, keeping nil.
+func mbOf(b *int64) *float64 {
+	if b == nil {
+		return nil
+	}
+	return ptr(mb(*b))
 }
 
 // num formats *v times scale, or "-" when v is nil.

@@ -16,8 +16,11 @@ type Sample struct {
 	// TTL is the server's purge figures, from its /metrics.
 	TTL *TTLMetrics `json:"ttl,omitempty"`
 	// DataDirBytes is the server's data directory's disk usage, bytes (as
-	// du counts it: allocated blocks).
-	DataDirBytes *int64 `json:"data_dir_bytes,omitempty"`
+	// du counts it: allocated blocks, so Pebble's preallocated write-ahead
+	// logs count in full), and DataDirFileBytes the sum of its files' sizes
+	// (as du --apparent-size counts it: what they hold).
+	DataDirBytes     *int64 `json:"data_dir_bytes,omitempty"`
+	DataDirFileBytes *int64 `json:"data_dir_file_bytes,omitempty"`
 	// ServerCPUSec is the CPU time the server process has used so far,
 	// seconds, and ServerCores the cores it used since the previous sample;
 	// ServerRSSBytes its resident memory (all from /proc).
@@ -37,12 +40,15 @@ type SustainedSummary struct {
 	// OldestAgeSteadyMaxSec is the largest oldest-pending age, seconds, over
 	// the second half of the run.
 	OldestAgeSteadyMaxSec *float64 `json:"oldest_pending_age_steady_max_sec,omitempty"`
-	// DataDirBytesEnd is the data directory's size at the end, and
+	// DataDirBytesEnd is the data directory's disk usage at the end, and
 	// DataDirGrowthBytesPerSec its growth over the second half of the run:
 	// the least-squares slope, so that a single flush or compaction at
-	// either end does not decide it.
-	DataDirBytesEnd          *int64   `json:"data_dir_bytes_end,omitempty"`
-	DataDirGrowthBytesPerSec *float64 `json:"data_dir_growth_bytes_per_sec,omitempty"`
+	// either end does not decide it. The File figures are the same for the
+	// sum of its files' sizes (Sample).
+	DataDirBytesEnd              *int64   `json:"data_dir_bytes_end,omitempty"`
+	DataDirGrowthBytesPerSec     *float64 `json:"data_dir_growth_bytes_per_sec,omitempty"`
+	DataDirFileBytesEnd          *int64   `json:"data_dir_file_bytes_end,omitempty"`
+	DataDirFileGrowthBytesPerSec *float64 `json:"data_dir_file_growth_bytes_per_sec,omitempty"`
 	// PurgedPerSec is the documents purged per second, and DeferredBatches
 	// the purge batches deferred, over the whole run.
 	PurgedPerSec    *float64 `json:"purged_per_sec,omitempty"`
@@ -65,7 +71,7 @@ func summarize(samples []Sample) SustainedSummary {
 	half := samples[len(samples)-1].T / 2
 	firstTTL, lastTTL := -1, -1
 	firstCPU, lastCPU := -1, -1
-	var steadyDir []Sample
+	var steady []Sample
 	for i, x := range samples {
 		if x.TTL != nil {
 			if firstTTL < 0 {
@@ -84,9 +90,12 @@ func summarize(samples []Sample) SustainedSummary {
 		}
 		if x.DataDirBytes != nil {
 			s.DataDirBytesEnd = ptr(*x.DataDirBytes)
-			if x.T >= half {
-				steadyDir = append(steadyDir, x)
-			}
+		}
+		if x.DataDirFileBytes != nil {
+			s.DataDirFileBytesEnd = ptr(*x.DataDirFileBytes)
+		}
+		if x.T >= half {
+			steady = append(steady, x)
 		}
 	}
 	if lastTTL >= 0 {
@@ -106,30 +115,38 @@ func summarize(samples []Sample) SustainedSummary {
 			s.ServerCores = ptr((*samples[lastCPU].ServerCPUSec - *samples[firstCPU].ServerCPUSec) / dt)
 		}
 	}
-	if slope, ok := dirGrowth(steadyDir); ok {
+	if slope, ok := growth(steady, func(x Sample) *int64 { return x.DataDirBytes }); ok {
 		s.DataDirGrowthBytesPerSec = &slope
+	}
+	if slope, ok := growth(steady, func(x Sample) *int64 { return x.DataDirFileBytes }); ok {
+		s.DataDirFileGrowthBytesPerSec = &slope
 	}
 	return s
 }
 
-// dirGrowth is the least-squares slope of the samples' data directory size
-// over time, bytes per second; ok is false with fewer than two distinct
-// times.
-func dirGrowth(samples []Sample) (slope float64, ok bool) {
-	n := float64(len(samples))
+// growth is the least-squares slope over time of the figure of the samples
+// that have it, per second; ok is false with fewer than two distinct times.
+func growth(samples []Sample, figure func(Sample) *int64) (slope float64, ok bool) {
+	var ts, ys []float64
+	for _, x := range samples {
+		if y := figure(x); y != nil {
+			ts, ys = append(ts, x.T), append(ys, float64(*y))
+		}
+	}
+	n := float64(len(ts))
 	if n < 2 {
 		return 0, false
 	}
 	var st, sy float64
-	for _, x := range samples {
-		st += x.T
-		sy += float64(*x.DataDirBytes)
+	for i := range ts {
+		st += ts[i]
+		sy += ys[i]
 	}
 	mt, my := st/n, sy/n
 	var num, den float64
-	for _, x := range samples {
-		dt := x.T - mt
-		num += dt * (float64(*x.DataDirBytes) - my)
+	for i := range ts {
+		dt := ts[i] - mt
+		num += dt * (ys[i] - my)
 		den += dt * dt
 	}
 	if den == 0 {
@@ -141,14 +158,15 @@ func dirGrowth(samples []Sample) (slope float64, ok bool) {
 // timelineRow is one row of the text report's timeline: every figure over
 // the interval that ends at T, or at T for levels.
 type timelineRow struct {
-	T            float64
-	OpsPerSec    float64
-	PendingDocs  *float64
-	OldestAgeSec *float64
-	DataDirBytes *int64
-	ServerCores  *float64
-	PurgeShare   *float64
-	PurgedPerSec *float64
+	T                float64
+	OpsPerSec        float64
+	PendingDocs      *float64
+	OldestAgeSec     *float64
+	DataDirBytes     *int64
+	DataDirFileBytes *int64
+	ServerCores      *float64
+	PurgeShare       *float64
+	PurgedPerSec     *float64
 }
 
 // timelineRows groups the samples after the first (the start) into rows of
@@ -162,7 +180,7 @@ func timelineRows(samples []Sample, every int) []timelineRow {
 		end := min(i+every, len(samples)) - 1
 		a, b := samples[i-1], samples[end]
 		dt := b.T - a.T
-		row := timelineRow{T: b.T, DataDirBytes: b.DataDirBytes}
+		row := timelineRow{T: b.T, DataDirBytes: b.DataDirBytes, DataDirFileBytes: b.DataDirFileBytes}
 		var ops int64
 		for _, x := range samples[i : end+1] {
 			ops += x.Ops

@@ -8,13 +8,13 @@ import (
 // synthetic returns a timeline of n+1 samples a second apart (t = 0..n):
 // 1,000 ops/s; the server using half a core; the purge purging 100 docs/s
 // with 2 deferrals/s and busy a tenth of the time; the data directory
-// growing 1 MB/s from 10 MB; pending docs rising by 50/s; the oldest age
+// growing 1 MB/s from 10 MB, its files 0.5 MB/s from 5 MB; pending docs rising by 50/s; the oldest age
 // equal to t, except a spike of 99 at t = 1 (first half).
 func synthetic(n int) []Sample {
 	var out []Sample
 	for i := 0; i <= n; i++ {
 		t := float64(i)
-		x := Sample{T: t, ServerCPUSec: ptr(10 + t/2), DataDirBytes: ptr(int64(10<<20 + i<<20))}
+		x := Sample{T: t, ServerCPUSec: ptr(10 + t/2), DataDirBytes: ptr(int64(10<<20 + i<<20)), DataDirFileBytes: ptr(int64(5<<20 + i<<19))}
 		if i > 0 {
 			x.Ops, x.OpsPerSec = 1000, 1000
 		}
@@ -45,6 +45,7 @@ func TestSummarize(t *testing.T) {
 		{"pending bytes at the end", s.PendingBytesEnd, 500 * 1024},
 		{"oldest age, max over t >= 5 (the spike at t = 1 is not steady state)", s.OldestAgeSteadyMaxSec, 10},
 		{"data dir growth", s.DataDirGrowthBytesPerSec, 1 << 20},
+		{"data dir files growth", s.DataDirFileGrowthBytesPerSec, 1 << 19},
 		{"purged/s", s.PurgedPerSec, 100},
 		{"deferred over the run", s.DeferredBatches, 20},
 		{"server cores", s.ServerCores, 0.5},
@@ -56,8 +57,8 @@ func TestSummarize(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", c.name, deref(c.got), c.want)
 		}
 	}
-	if s.DataDirBytesEnd == nil || *s.DataDirBytesEnd != 20<<20 {
-		t.Errorf("data dir at the end: %v, want 20 MB", deref(s.DataDirBytesEnd))
+	if s.DataDirBytesEnd == nil || *s.DataDirBytesEnd != 20<<20 || s.DataDirFileBytesEnd == nil || *s.DataDirFileBytesEnd != 10<<20 {
+		t.Errorf("data dir at the end: %v, files %v, want 20 MB and 10 MB", deref(s.DataDirBytesEnd), deref(s.DataDirFileBytesEnd))
 	}
 }
 
@@ -73,6 +74,7 @@ func TestSummarizeGaps(t *testing.T) {
 	// over t >= 5 is not the end points' 3 MB/s.
 	*tl[10].DataDirBytes += 10 << 20
 	*tl[5].DataDirBytes -= 2 << 20
+	tl[7].DataDirFileBytes = nil // a failed walk: the files' fit has the rest
 	s := summarize(tl)
 	if s.PendingDocsEnd == nil || *s.PendingDocsEnd != 450 {
 		t.Errorf("pending docs at the end: %v, want t = 9's 450", deref(s.PendingDocsEnd))
@@ -96,6 +98,10 @@ func TestSummarizeGaps(t *testing.T) {
 	}
 	if g := s.DataDirGrowthBytesPerSec; g == nil || !near(*g/(1<<20), num/den) || near(*g/(1<<20), 3) {
 		t.Errorf("growth %v MB/s, want the fit's %v", deref(g), num/den)
+	}
+
+	if g := s.DataDirFileGrowthBytesPerSec; g == nil || !near(*g, 1<<19) {
+		t.Errorf("files growth %v, want 0.5 MB/s", deref(g))
 	}
 
 	if s := summarize(nil); s != (SustainedSummary{}) {
