@@ -92,3 +92,81 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Errorf("no table on stdout:\n%s", &stdout)
 	}
 }
+
+// TestBenchSustainedEndToEnd runs ttl-sustained as users do, on spawned
+// in-memory servers with a 1 s ttl: the purge-off run ends with a backlog,
+// the purge-on run purges, and both have a timeline. It asserts no rate or
+// duration: only that each figure is there and which way the purge goes.
+func TestBenchSustainedEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns servers")
+	}
+	bin := letheBinary(t)
+	out := filepath.Join(t.TempDir(), "out.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "bench", "--spawn", "--serve-args=--in-memory",
+		"--workload", "ttl-sustained", "--ttl", "1s", "--duration", "3s", "--concurrency", "4",
+		"--warmup", "500ms", "--timeline-interval", "2s", "--json", out)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lethe bench: %v\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
+	}
+	t.Logf("stdout:\n%s", &stdout)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if rep.Interrupted || len(rep.Problems) > 0 || len(rep.Workloads) != 1 {
+		t.Fatalf("interrupted %v, problems %q, %d workloads", rep.Interrupted, rep.Problems, len(rep.Workloads))
+	}
+	w := rep.Workloads[0]
+	if w.Error != "" || w.Sustained == nil || len(w.Sustained.Runs) != 2 {
+		t.Fatalf("error %q, sustained %+v: want two runs", w.Error, w.Sustained)
+	}
+	off, on := w.Sustained.Runs[0], w.Sustained.Runs[1]
+	if off.Purge != "off" || on.Purge != "on" || w.Sustained.OpsRatio <= 0 {
+		t.Errorf("runs %q then %q, ratio %v: want off then on, and a ratio", off.Purge, on.Purge, w.Sustained.OpsRatio)
+	}
+	if off.Server.PID == 0 || off.Server.PID == on.Server.PID || off.Server.PID == rep.Server.PID {
+		t.Errorf("pids: off %d, on %d, the run's server %d: want a fresh server each", off.Server.PID, on.Server.PID, rep.Server.PID)
+	}
+	for _, run := range w.Sustained.Runs {
+		m := run.Measurement
+		if m == nil || m.Ops <= 0 || m.Errors != 0 || run.Error != "" || run.ScrapeErrors != 0 {
+			t.Fatalf("purge %s: measurement %+v, error %q, %d failed scrapes (%s)", run.Purge, m, run.Error, run.ScrapeErrors, run.ScrapeError)
+		}
+		if len(run.Timeline) < 2 {
+			t.Fatalf("purge %s: %d samples", run.Purge, len(run.Timeline))
+		}
+		var ops int64
+		for _, x := range run.Timeline {
+			ops += x.Ops
+			if x.TTL == nil || x.ServerCPUSec == nil || x.ServerRSSBytes == nil || x.DataDirBytes != nil {
+				t.Errorf("purge %s: sample %+v: want metrics and /proc figures, and no data directory (in memory)", run.Purge, x)
+			}
+		}
+		if ops != m.Ops {
+			t.Errorf("purge %s: the timeline counts %d ops, the measurement %d", run.Purge, ops, m.Ops)
+		}
+	}
+	if p := off.Summary.PendingDocsEnd; p == nil || *p <= 0 {
+		t.Errorf("purge off: pending docs at the end %v, want some", deref(p))
+	}
+	if last := off.Timeline[len(off.Timeline)-1].TTL; last.PurgedTotal != 0 {
+		t.Errorf("purge off: %v purged", last.PurgedTotal)
+	}
+	if last := on.Timeline[len(on.Timeline)-1].TTL; last.PurgedTotal <= 0 {
+		t.Errorf("purge on: nothing purged: %+v", last)
+	}
+	for _, want := range []string{"ttl-sustained on lethe purge off", "ttl-sustained on lethe purge on", "ttl-sustained summary", "on/off"} {
+		if !bytes.Contains(stdout.Bytes(), []byte(want)) {
+			t.Errorf("no %q on stdout", want)
+		}
+	}
+}

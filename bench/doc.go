@@ -9,19 +9,41 @@
 // client, for Options.Duration or Options.Ops operations, after a warmup that
 // is not counted:
 //
-//	create       point creates of new documents
-//	read         point reads of existing documents
-//	replace      point replaces of existing documents
-//	upsert       upserts of existing documents
-//	query-pk     SELECT * FROM c WHERE c.pk = @pk, the first page of 10
-//	query-cross  SELECT TOP 10 * FROM c WHERE c.k = @k across partitions, one page of 10
-//	mixed        80% point reads, 20% upserts
-//	ttl          creates of documents that carry a short ttl, so the purge runs all along
+//	create         point creates of new documents
+//	read           point reads of existing documents
+//	replace        point replaces of existing documents
+//	upsert         upserts of existing documents
+//	query-pk       SELECT * FROM c WHERE c.pk = @pk, the first page of 10
+//	query-cross    SELECT TOP 10 * FROM c WHERE c.k = @k across partitions, one page of 10
+//	mixed          80% point reads, 20% upserts
+//	ttl            creates of documents that carry a short ttl, so the purge runs all along
+//	ttl-sustained  the ttl workload's creates, in a container of its own, sampled
+//	               once a second: does the purge keep up with a load that never stops?
 //
 // Workloads that address existing documents run over a container populated
 // first with Options.Docs documents (timed separately, never part of a
 // workload's figures), choosing documents uniformly or with YCSB's Zipf skew
 // (Keys). Documents are described in document.go.
+//
+// # ttl-sustained
+//
+// The backlog a TTL purge leaves builds only under a load that does not
+// stop, so this workload watches it over time. Once a second it records the
+// operations completed; from the server's GET /metrics (Prometheus text, no
+// auth) the expired documents and bytes pending, the oldest pending age, the
+// documents purged and the batches deferred, and the purge's share and busy
+// time when the server exports them; the data directory's disk usage; and
+// the server's CPU and RSS from /proc. With Options.Spawn it runs twice in
+// one invocation, each time on a fresh server of its own with a fresh
+// temporary data directory (or in memory, as Options.ServeArgs say): first
+// with the purge off (--disable-purger), then on, one server at a time while
+// the run's own server stays idle. The report has a timeline per run, a row
+// per Options.TimelineInterval (the JSON has every sample), and a summary
+// side by side: foreground ops/s and their ratio, latency, the backlog at
+// the end, the oldest pending age and the data directory's growth over the
+// second half of the run (the steady state), and the purge rate. Against an
+// endpoint it runs once, with the data directory's size only when
+// Options.DataDirSize names it. The ceiling does not run it.
 //
 // # The ceiling
 //

@@ -20,13 +20,16 @@ const (
 	DefaultWarmup      = time.Second
 	DefaultTTL         = 5 * time.Second
 	DefaultFsyncCount  = 200
+	// DefaultTimelineInterval is the row interval of ttl-sustained's
+	// timeline table.
+	DefaultTimelineInterval = 5 * time.Second
 	// EmulatorKey is the Cosmos DB emulator's well-known master key.
 	EmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
 )
 
 // Workloads lists every workload, in the order they are described in the
 // package documentation.
-var Workloads = []string{"create", "read", "replace", "upsert", "query-pk", "query-cross", "mixed", "ttl"}
+var Workloads = []string{"create", "read", "replace", "upsert", "query-pk", "query-cross", "mixed", "ttl", "ttl-sustained"}
 
 // Options configure a benchmark run. A zero field takes its default.
 type Options struct {
@@ -79,8 +82,8 @@ type Options struct {
 	// Warmup is run before each measured workload and not counted. The
 	// default is 1s; a negative value means no warmup.
 	Warmup time.Duration
-	// TTL is the time to live of the ttl workload's documents, whole
-	// seconds. The default is 5s.
+	// TTL is the time to live of the ttl and ttl-sustained workloads'
+	// documents, whole seconds. The default is 5s.
 	TTL time.Duration
 	// Retries is the number of times the SDK retries a failed request.
 	// The default, 0, retries nothing: every failure is counted.
@@ -95,6 +98,16 @@ type Options struct {
 	// workloads, to compare durable writes with the fsync bound.
 	FsyncProbe string
 	FsyncCount int
+
+	// TimelineInterval is the time each row of ttl-sustained's timeline
+	// table covers, a whole number of seconds (the timeline is sampled once
+	// a second; the JSON report has every sample). The default is 5s.
+	TimelineInterval time.Duration
+	// DataDirSize is the data directory of the server at Endpoint, whose
+	// disk usage ttl-sustained samples once a second. Without it, and for an
+	// in-memory server, the timeline has no data directory size. Spawned
+	// servers' directories are measured anyway.
+	DataDirSize string
 
 	// Progress receives a progress line per second, and spawned servers'
 	// logs. The default discards them.
@@ -142,6 +155,9 @@ func (o *Options) EnsureDefaults() {
 	if o.FsyncCount == 0 {
 		o.FsyncCount = DefaultFsyncCount
 	}
+	if o.TimelineInterval == 0 {
+		o.TimelineInterval = DefaultTimelineInterval
+	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
@@ -184,6 +200,12 @@ func (o *Options) Validate() error {
 	}
 	if o.FsyncCount < 0 {
 		errs = append(errs, errors.New("fsync count must be positive"))
+	}
+	if o.TimelineInterval < 0 || o.TimelineInterval%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("timeline interval %v must be a positive whole number of seconds", o.TimelineInterval))
+	}
+	if o.Spawn && o.DataDirSize != "" {
+		errs = append(errs, errors.New("spawn and data-dir-size do not go together: spawned servers' data directories are measured anyway"))
 	}
 	return errors.Join(errs...)
 }

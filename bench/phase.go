@@ -43,6 +43,11 @@ type phase struct {
 	ops      int64         // stop after this many operations (errors count)
 	pid      int           // server to sample for memory, or 0
 	seed     uint64
+	// watch, when set, runs on a goroutine of its own for the phase's
+	// life: it starts before the workers, can read the running count of
+	// successful operations, and must return once done is closed, which
+	// happens when the workers have stopped. The phase waits for it.
+	watch func(ops func() int64, done <-chan struct{})
 }
 
 // phaseResult is what a phase measured.
@@ -81,6 +86,16 @@ func (r *runner) runPhase(ctx context.Context, op opFunc, ph phase) *phaseResult
 		defer close(progressStopped)
 		r.progress(ph, &c, res, progressDone)
 	}()
+	watchDone := make(chan struct{})
+	watchStopped := make(chan struct{})
+	if ph.watch != nil {
+		go func() {
+			defer close(watchStopped)
+			ph.watch(c.ops.Load, watchDone)
+		}()
+	} else {
+		close(watchStopped)
+	}
 	for i := range workers {
 		w := &worker{
 			rng:      rand.New(rand.NewPCG(ph.seed, uint64(i))),
@@ -119,7 +134,9 @@ func (r *runner) runPhase(ctx context.Context, op opFunc, ph phase) *phaseResult
 	wg.Wait()
 	res.elapsed = time.Since(res.started)
 	close(progressDone)
+	close(watchDone)
 	<-progressStopped
+	<-watchStopped
 	res.interrupted = ctx.Err() != nil
 	res.errs, res.errText = map[string]int64{}, map[string]string{}
 	for _, w := range workers {

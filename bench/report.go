@@ -49,11 +49,15 @@ type Params struct {
 	Retries       int      `json:"retries"`
 	Ceiling       bool     `json:"ceiling"`
 	FsyncProbeDir string   `json:"fsync_probe_dir,omitempty"`
+	// TimelineIntervalSec is the row interval of ttl-sustained's text
+	// timeline, and DataDirSize the endpoint's data directory it measured.
+	TimelineIntervalSec float64 `json:"timeline_interval_sec"`
+	DataDirSize         string  `json:"data_dir_size,omitempty"`
 }
 
 // ServerInfo says what was measured.
 type ServerInfo struct {
-	Name     string `json:"name"` // "lethe" (spawned), "server" (an endpoint) or "ceiling"
+	Name     string `json:"name"` // "lethe" (spawned), "server" (an endpoint), "ceiling", or "lethe purge off|on" (ttl-sustained's)
 	Endpoint string `json:"endpoint"`
 	PID      int    `json:"pid,omitempty"`
 	Command  string `json:"command,omitempty"` // when spawned
@@ -79,6 +83,9 @@ type Result struct {
 	Ceiling    *Measurement `json:"ceiling,omitempty"`
 	Ratio      *Ratio       `json:"ratio,omitempty"`
 	FsyncBound *FsyncBound  `json:"fsync_bound,omitempty"`
+	// Sustained is the ttl-sustained workload's runs, timelines and
+	// comparison; its Measurement is then the last run's.
+	Sustained *SustainedResult `json:"sustained,omitempty"`
 }
 
 // Measurement is what one workload measured on one server.
@@ -211,6 +218,16 @@ func (r *Report) WriteText(w io.Writer) {
 			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\t\t\t\t\t\t\t\t\n", res.Workload, "not run")
 			continue
 		}
+		if sr := res.Sustained; sr != nil {
+			name := res.Workload
+			for _, run := range sr.Runs {
+				if run.Measurement != nil {
+					row(tw, name, run.Measurement, "", "")
+					name = ""
+				}
+			}
+			continue
+		}
 		ratio, cpuRatio := "", ""
 		if res.Ratio != nil {
 			ratio = fmt.Sprintf("%.2fx", res.Ratio.OpsPerSec)
@@ -224,13 +241,19 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 	}
 	tw.Flush()
+	every := max(int(p.TimelineIntervalSec), 1)
+	for _, res := range r.Workloads {
+		if res.Sustained != nil {
+			res.Sustained.writeText(w, res.Workload, every)
+		}
+	}
 
 	var notes []string
 	for _, res := range r.Workloads {
 		if res.Error != "" {
 			notes = append(notes, fmt.Sprintf("%s: %s", res.Workload, res.Error))
 		}
-		for _, m := range []*Measurement{&res.Measurement, res.Ceiling} {
+		for _, m := range res.measurements() {
 			if m == nil {
 				continue
 			}
@@ -255,6 +278,11 @@ func (r *Report) WriteText(w io.Writer) {
 				res.Workload, res.Target, res.OpsPerSec, b.Ratio, p.Concurrency, b.SyncMedianUS/1000, b.OpsPerSec))
 		}
 	}
+	for _, res := range r.Workloads {
+		if res.Sustained != nil {
+			notes = append(notes, res.Sustained.notes(res.Workload)...)
+		}
+	}
 	notes = append(notes, r.Problems...)
 	if r.Interrupted {
 		notes = append(notes, "the run was interrupted: the figures cover what was measured before")
@@ -265,6 +293,18 @@ func (r *Report) WriteText(w io.Writer) {
 			fmt.Fprintln(w, n)
 		}
 	}
+}
+
+// measurements are the result's figures on each server it ran on.
+func (res *Result) measurements() []*Measurement {
+	if res.Sustained == nil {
+		return []*Measurement{&res.Measurement, res.Ceiling}
+	}
+	var ms []*Measurement
+	for _, run := range res.Sustained.Runs {
+		ms = append(ms, run.Measurement)
+	}
+	return ms
 }
 
 func row(w io.Writer, name string, m *Measurement, ratio, cpuRatio string) {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -34,6 +35,7 @@ type runner struct {
 	server  *target
 	ceiling *target // nil without Options.Ceiling
 	seed    uint64  // advanced per phase
+	exe     string  // the lethe binary servers are spawned from
 }
 
 // target is a server the workloads run against.
@@ -88,7 +90,12 @@ func Run(ctx context.Context, o *Options) (rep *Report, err error) {
 		if ctx.Err() != nil {
 			break
 		}
-		r.rep.Workloads = append(r.rep.Workloads, r.runWorkload(ctx, workloads[name]))
+		wl := workloads[name]
+		if wl.sustained {
+			r.rep.Workloads = append(r.rep.Workloads, r.runSustained(ctx, wl))
+		} else {
+			r.rep.Workloads = append(r.rep.Workloads, r.runWorkload(ctx, wl))
+		}
 		if c := r.server.child; c != nil && c.exited() {
 			r.problem("the server exited during the run: %v\n%s", c.waitErr, c.tail)
 			break
@@ -112,6 +119,7 @@ func (r *runner) startServers(ctx context.Context) error {
 			return fmt.Errorf("%w: %w", errNoExecutable, err)
 		}
 	}
+	r.exe = exe
 	if o.Spawn {
 		args, tmp, err := serveArgs(o.ServeArgs)
 		if err != nil {
@@ -251,7 +259,8 @@ func (t *target) container(ctx context.Context, name string, ttl bool) (*azcosmo
 }
 
 // Quiescing: before each workload, wait (up to quiesceMax) until the local
-// servers are idle, each using less than quiesceCPU of a core over
+// servers (the run's, and the one about to be measured if it is an extra one)
+// are idle, each using less than quiesceCPU of a core over
 // quiesceWindow, so that background work left over from an earlier workload
 // (compactions, the purge, garbage collection) does not compete for the
 // cores with the next measurement.
@@ -261,9 +270,13 @@ const (
 	quiesceCPU    = 0.05
 )
 
-func (r *runner) quiesce(ctx context.Context) {
+func (r *runner) quiesce(ctx context.Context, extra *target) {
 	start := time.Now()
-	for _, t := range r.targets() {
+	ts := r.targets()
+	if extra != nil && !slices.Contains(ts, extra) {
+		ts = append(ts, extra)
+	}
+	for _, t := range ts {
 		for ctx.Err() == nil && time.Since(start) < quiesceMax {
 			s0, ok := t.sample()
 			if !ok {
@@ -304,7 +317,7 @@ func (t *target) sample() (ProcSample, bool) {
 // runWorkload runs wl against the server and then the ceiling.
 func (r *runner) runWorkload(ctx context.Context, wl workload) *Result {
 	res := &Result{Workload: wl.name}
-	m, err := r.measure(ctx, r.server, wl)
+	m, err := r.measure(ctx, r.server, wl, nil)
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -316,7 +329,7 @@ func (r *runner) runWorkload(ctx context.Context, wl workload) *Result {
 	if r.ceiling == nil || ctx.Err() != nil {
 		return res
 	}
-	c, err := r.measure(ctx, r.ceiling, wl)
+	c, err := r.measure(ctx, r.ceiling, wl, nil)
 	if err != nil {
 		res.Error = "ceiling: " + err.Error()
 		return res
@@ -332,8 +345,8 @@ func (r *runner) runWorkload(ctx context.Context, wl workload) *Result {
 }
 
 // measure prepares wl's container on t (populating it if needed), warms up,
-// and measures.
-func (r *runner) measure(ctx context.Context, t *target, wl workload) (*Measurement, error) {
+// and measures. watch, if not nil, watches the measured phase (phase.watch).
+func (r *runner) measure(ctx context.Context, t *target, wl workload, watch func(ops func() int64, done <-chan struct{})) (*Measurement, error) {
 	cc, err := t.container(ctx, wl.container, wl.ttl)
 	if err != nil {
 		return nil, err
@@ -351,7 +364,7 @@ func (r *runner) measure(ctx context.Context, t *target, wl workload) (*Measurem
 		}
 	}
 	op := wl.newOp(e)
-	r.quiesce(ctx)
+	r.quiesce(ctx, t)
 	if r.opts.Warmup > 0 && ctx.Err() == nil {
 		r.runPhase(ctx, op, r.phase(wl.name+" warmup on "+t.info.Name, t, r.opts.Warmup, 0))
 	}
@@ -363,7 +376,9 @@ func (r *runner) measure(ctx context.Context, t *target, wl workload) (*Measurem
 	before, okBefore := t.sample()
 	busy0, okBusy := machineBusy()
 	cpu0 := selfCPU()
-	pr := r.runPhase(ctx, op, r.phase(wl.name+" on "+t.info.Name, t, r.opts.Duration, r.opts.Ops))
+	ph := r.phase(wl.name+" on "+t.info.Name, t, r.opts.Duration, r.opts.Ops)
+	ph.watch = watch
+	pr := r.runPhase(ctx, op, ph)
 	cpu1 := selfCPU()
 	busy1, okBusy1 := machineBusy()
 	after, okAfter := t.sample()
@@ -423,6 +438,7 @@ func paramsOf(o *Options) Params {
 		Endpoint: o.Endpoint, Spawn: o.Spawn, ServeArgs: o.ServeArgs, Workloads: o.Workloads, Docs: o.Docs, DocSize: o.DocSize,
 		Concurrency: o.Concurrency, Ops: o.Ops, Keys: o.Keys, Partitions: o.Partitions, WarmupSec: o.Warmup.Seconds(),
 		TTLSec: o.TTL.Seconds(), Retries: o.Retries, Ceiling: o.Ceiling, FsyncProbeDir: o.FsyncProbe,
+		TimelineIntervalSec: o.TimelineInterval.Seconds(), DataDirSize: o.DataDirSize,
 	}
 	if o.Ops <= 0 {
 		p.DurationSec = o.Duration.Seconds()

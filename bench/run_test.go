@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -43,6 +44,24 @@ func TestRunAgainstCeiling(t *testing.T) {
 		}
 		if w.Server != nil || w.Ceiling != nil {
 			t.Errorf("%s: server stats or ceiling figures without a pid or --ceiling", w.Workload)
+		}
+		if (w.Sustained != nil) != workloads[w.Workload].sustained {
+			t.Errorf("%s: sustained %+v", w.Workload, w.Sustained)
+		}
+	}
+	// ttl-sustained against an endpoint runs once, and its timeline says
+	// the ceiling has no metrics rather than failing.
+	s := rep.Workloads[slices.Index(Workloads, "ttl-sustained")].Sustained
+	if s == nil || len(s.Runs) != 1 {
+		t.Fatalf("ttl-sustained: %+v, want one run", s)
+	}
+	run := s.Runs[0]
+	if run.Purge != "" || run.Measurement == nil || run.Measurement.Ops != 40 || len(run.Timeline) == 0 || run.ScrapeError == "" || s.OpsRatio != 0 {
+		t.Errorf("ttl-sustained run: purge %q, measurement %+v, %d samples, scrape error %q, ratio %v", run.Purge, run.Measurement, len(run.Timeline), run.ScrapeError, s.OpsRatio)
+	}
+	for _, x := range run.Timeline {
+		if x.TTL != nil || x.DataDirBytes != nil || x.ServerCPUSec != nil {
+			t.Errorf("sample %+v: figures from nowhere", x)
 		}
 	}
 }

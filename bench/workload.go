@@ -14,6 +14,7 @@ type workload struct {
 	populated bool   // needs Options.Docs documents first (the shared "data" container)
 	ttl       bool   // its container has time to live on (defaultTtl -1)
 	write     bool   // every operation is a write: compared to the fsync bound
+	sustained bool   // runs with a timeline, purge off against on (sustained.go)
 	newOp     func(e *env) opFunc
 }
 
@@ -29,14 +30,15 @@ type env struct {
 // they change documents only in place (replace and upsert keep each
 // document's id, partition key and k), so one population serves them all.
 var workloads = map[string]workload{
-	"create":      {name: "create", container: "create", write: true, newOp: createOp(0)},
-	"read":        {name: "read", container: "data", populated: true, newOp: readOp},
-	"replace":     {name: "replace", container: "data", populated: true, write: true, newOp: replaceOp},
-	"upsert":      {name: "upsert", container: "data", populated: true, write: true, newOp: upsertOp},
-	"query-pk":    {name: "query-pk", container: "data", populated: true, newOp: queryPKOp},
-	"query-cross": {name: "query-cross", container: "data", populated: true, newOp: queryCrossOp},
-	"mixed":       {name: "mixed", container: "data", populated: true, newOp: mixedOp},
-	"ttl":         {name: "ttl", container: "ttl", ttl: true, write: true, newOp: createOp(1)},
+	"create":        {name: "create", container: "create", write: true, newOp: createOp(0)},
+	"read":          {name: "read", container: "data", populated: true, newOp: readOp},
+	"replace":       {name: "replace", container: "data", populated: true, write: true, newOp: replaceOp},
+	"upsert":        {name: "upsert", container: "data", populated: true, write: true, newOp: upsertOp},
+	"query-pk":      {name: "query-pk", container: "data", populated: true, newOp: queryPKOp},
+	"query-cross":   {name: "query-cross", container: "data", populated: true, newOp: queryCrossOp},
+	"mixed":         {name: "mixed", container: "data", populated: true, newOp: mixedOp},
+	"ttl":           {name: "ttl", container: "ttl", ttl: true, write: true, newOp: createOp(1)},
+	"ttl-sustained": {name: "ttl-sustained", container: "ttl-sustained", ttl: true, write: true, sustained: true, newOp: createOp(1)},
 }
 
 // createOp creates new documents; with ttl set, each carries Options.TTL.

@@ -55,6 +55,12 @@ local. Workloads: %s.
 Examples:
   lethe bench --spawn --serve-args=--in-memory --workload create,read,query-pk --ceiling
   lethe bench --endpoint https://localhost:8081/ --insecure-tls --workload mixed --keys zipf
+  lethe bench --spawn --workload ttl-sustained --ttl 10s --concurrency 16 --duration 60s
+
+ttl-sustained writes documents with a short --ttl as fast as it can and
+samples the purge's backlog, the data directory and the server's CPU once a
+second; with --spawn it runs twice, on fresh servers with the purge off and
+then on, and compares them.
 
 Flags:
 `, strings.Join(bench.Workloads, ", "))
@@ -77,7 +83,9 @@ Flags:
 	fs.StringVar(&o.Keys, "keys", "uniform", "key distribution of reads, replaces, upserts and queries: uniform or zipf")
 	fs.IntVar(&o.Partitions, "partitions", bench.DefaultPartitions, "distinct partition key values")
 	fs.DurationVar(&warmup, "warmup", bench.DefaultWarmup, "warmup before each measured workload, not counted")
-	fs.DurationVar(&o.TTL, "ttl", bench.DefaultTTL, "time to live of the ttl workload's documents (whole seconds)")
+	fs.DurationVar(&o.TTL, "ttl", bench.DefaultTTL, "time to live of the ttl and ttl-sustained workloads' documents (whole seconds)")
+	fs.DurationVar(&o.TimelineInterval, "timeline-interval", bench.DefaultTimelineInterval, "time each row of ttl-sustained's timeline covers (whole seconds; the JSON has every second)")
+	fs.StringVar(&o.DataDirSize, "data-dir-size", "", "data directory of the server at --endpoint, whose size ttl-sustained samples (spawned servers' are measured anyway)")
 	fs.IntVar(&o.Retries, "retries", 0, "SDK retries of a failed request (0: every failure is counted)")
 	fs.BoolVar(&o.Ceiling, "ceiling", false, "also run every workload against a storage-free canned-response server and report ratios to it")
 	fs.StringVar(&o.FsyncProbe, "fsync-probe", "", "measure a synced 4 KB write's latency in this directory first, to compare durable writes with the fsync bound")

@@ -40,10 +40,16 @@ func TestParseBenchFlags(t *testing.T) {
 		{[]string{"--serve-args", "--in-memory"}, "serve-args needs spawn"},
 		{[]string{"--addr", ":1"}, "--addr goes with --serve-ceiling"},
 		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"--timeline-interval", "1500ms"}, "timeline interval"},
+		{[]string{"--spawn", "--data-dir-size", "/tmp/x"}, "data-dir-size"},
 	} {
 		if _, err := parseBenchFlags(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want one mentioning %s", tc.args, err, tc.want)
 		}
+	}
+	c, err = parseBenchFlags([]string{"--workload", "ttl-sustained", "--ttl", "10s", "--timeline-interval", "10s", "--data-dir-size", "/var/lib/lethe"}, io.Discard)
+	if err != nil || c.opts.TimelineInterval != 10*time.Second || c.opts.DataDirSize != "/var/lib/lethe" || c.opts.TTL != 10*time.Second {
+		t.Errorf("ttl-sustained flags: %+v, %v", c, err)
 	}
 	if c, err := parseBenchFlags([]string{"--serve-ceiling", "--addr", "127.0.0.1:0", "--doc-size", "512"}, io.Discard); err != nil || !c.serveCeiling || c.opts.DocSize != 512 {
 		t.Errorf("--serve-ceiling: %+v, %v", c, err)

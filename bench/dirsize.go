@@ -1,0 +1,40 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+)
+
+// dirSize measures everything under dir: disk is its disk usage, bytes
+// (allocated blocks where the system reports them, as du counts: space a
+// store preallocates for its logs included), files the sum of the files'
+// sizes (what they hold). Files that vanish during the walk (a store deletes
+// obsolete files all the time) are skipped.
+func dirSize(dir string) (disk, files int64, err error) {
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && path != dir {
+				return nil
+			}
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		disk += diskBytes(info)
+		if info.Mode().IsRegular() {
+			files += info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("size of %s: %w", dir, err)
+	}
+	return disk, files, nil
+}

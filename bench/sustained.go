@@ -1,0 +1,368 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The ttl-sustained workload writes documents with a short ttl as fast as
+// Options.Concurrency clients can, for Options.Duration, and samples the
+// purge's backlog once a second: does the purge keep up with a load that
+// never stops, and what does it cost the load? With Options.Spawn it runs
+// twice on fresh servers, first with the purge off and then on, so the
+// report compares the two; against an endpoint it runs once.
+
+// scrapeTimeout bounds one GET /metrics of the sampler.
+const scrapeTimeout = 5 * time.Second
+
+// SustainedResult is the ttl-sustained workload's runs and their comparison.
+type SustainedResult struct {
+	Runs []*SustainedRun `json:"runs"`
+	// OpsRatio is the purge-on run's foreground ops/s divided by the
+	// purge-off run's, when both ran: 0.9 means the purge cost the load 10%.
+	OpsRatio float64 `json:"ops_ratio_on_off,omitempty"`
+}
+
+// SustainedRun is one ttl-sustained run on one server.
+type SustainedRun struct {
+	// Purge is "off" or "on" for a spawned server (started with
+	// --disable-purger or without), "" for an endpoint, whose configuration
+	// the benchmark does not know.
+	Purge  string     `json:"purge,omitempty"`
+	Server ServerInfo `json:"server"`
+	// DataDir is the data directory whose size the timeline has, if any.
+	DataDir     string           `json:"data_dir,omitempty"`
+	Measurement *Measurement     `json:"measurement,omitempty"`
+	Summary     SustainedSummary `json:"summary"`
+	// Timeline is every sample, the first at the start of the measured phase.
+	Timeline []Sample `json:"timeline"`
+	// ScrapeErrors counts the samples whose GET /metrics failed, and
+	// ScrapeError says why the first did; DirErrors and DirError the same
+	// for the data directory's size.
+	ScrapeErrors int    `json:"scrape_errors,omitempty"`
+	ScrapeError  string `json:"scrape_error,omitempty"`
+	DirErrors    int    `json:"dir_errors,omitempty"`
+	DirError     string `json:"dir_error,omitempty"`
+	// Error is why the run did not happen or was cut short, if it was.
+	Error string `json:"error,omitempty"`
+}
+
+// compare fills in the comparison of a purge-off and a purge-on run.
+func (s *SustainedResult) compare() {
+	var off, on *Measurement
+	for _, run := range s.Runs {
+		switch run.Purge {
+		case "off":
+			off = run.Measurement
+		case "on":
+			on = run.Measurement
+		}
+	}
+	if off != nil && on != nil && off.OpsPerSec > 0 {
+		s.OpsRatio = on.OpsPerSec / off.OpsPerSec
+	}
+}
+
+// runSustained runs wl (ttl-sustained): with Options.Spawn on two fresh
+// servers, purge off then on, one at a time; else once against the run's
+// server. The result's own Measurement is its last run's (with Spawn, the
+// purge-on run: the server's normal configuration), so that a reader of
+// every workload's figures finds them where it looks; the ceiling does not
+// run it.
+func (r *runner) runSustained(ctx context.Context, wl workload) *Result {
+	res := &Result{Workload: wl.name, Sustained: &SustainedResult{}}
+	if r.opts.Spawn {
+		for _, purge := range []bool{false, true} {
+			if ctx.Err() != nil {
+				break
+			}
+			res.Sustained.Runs = append(res.Sustained.Runs, r.spawnedSustainedRun(ctx, wl, purge))
+		}
+	} else {
+		run := &SustainedRun{}
+		r.sustainedRun(ctx, r.server, wl, run, r.opts.DataDirSize)
+		res.Sustained.Runs = append(res.Sustained.Runs, run)
+	}
+	res.Sustained.compare()
+	var errs []string
+	for _, run := range res.Sustained.Runs {
+		if run.Measurement != nil {
+			res.Measurement = *run.Measurement
+		}
+		if run.Error != "" {
+			errs = append(errs, run.Server.Name+": "+run.Error)
+		}
+	}
+	res.Error = strings.Join(errs, "; ")
+	if wl.write && r.rep.Fsync != nil && res.Ops > 0 {
+		res.FsyncBound = newFsyncBound(r.rep.Fsync, r.opts.Concurrency, res.OpsPerSec)
+	}
+	return res
+}
+
+// spawnedSustainedRun starts a fresh server with the purge off or on, runs
+// wl on it, and stops it (and removes its data directory) before returning,
+// so that no two sustained servers ever share the cores.
+func (r *runner) spawnedSustainedRun(ctx context.Context, wl workload, purge bool) *SustainedRun {
+	run := &SustainedRun{Purge: "off", Server: ServerInfo{Name: "lethe purge off"}}
+	if purge {
+		run.Purge, run.Server.Name = "on", "lethe purge on"
+	}
+	var dir string
+	if !inMemoryArgs(r.opts.ServeArgs) {
+		var err error
+		if dir, err = os.MkdirTemp("", "lethe-bench-sustained"); err != nil {
+			run.Error = err.Error()
+			return run
+		}
+	}
+	args := sustainedServeArgs(r.opts.ServeArgs, dir, purge)
+	c, err := startChild(r.exe, args, r.opts.Progress)
+	if err != nil {
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
+		run.Error = err.Error()
+		return run
+	}
+	if dir != "" {
+		c.cleanup = func() { _ = os.RemoveAll(dir) }
+	}
+	t := r.newTarget(ServerInfo{Name: run.Server.Name, Endpoint: c.URL, PID: c.PID(), Command: "lethe " + strings.Join(args, " ")})
+	t.child = c
+	defer func() {
+		t.tr.CloseIdleConnections()
+		if err := c.stop(stopTimeout); err != nil {
+			if run.Error != "" {
+				run.Error += "; "
+			}
+			run.Error += "stop: " + err.Error()
+		}
+	}()
+	if err := t.init(ctx, r.opts); err != nil {
+		run.Server = t.info
+		run.Error = err.Error()
+		return run
+	}
+	r.sustainedRun(ctx, t, wl, run, dir)
+	return run
+}
+
+// sustainedRun measures wl on t with the sampler watching, into run.
+// dataDir is the server's data directory to measure, or "".
+func (r *runner) sustainedRun(ctx context.Context, t *target, wl workload, run *SustainedRun, dataDir string) {
+	run.Server, run.DataDir = t.info, dataDir
+	s := &sampler{ctx: ctx, pid: t.info.PID, dataDir: dataDir, progress: r.opts.Progress, label: wl.name + " on " + t.info.Name}
+	if s.scraper, s.scrapeErr = newMetricsScraper(t.info.Endpoint, t.tr, scrapeTimeout); s.scrapeErr != nil {
+		s.scraper = nil
+	}
+	m, err := r.measure(ctx, t, wl, s.watch)
+	if err != nil {
+		run.Error = err.Error()
+		return
+	}
+	run.Measurement = m
+	run.Timeline = s.samples
+	run.Summary = summarize(s.samples)
+	run.ScrapeErrors, run.DirErrors = s.scrapeErrors, s.dirErrors
+	if s.scrapeErr != nil {
+		run.ScrapeError = s.scrapeErr.Error()
+	}
+	if s.dirErr != nil {
+		run.DirError = s.dirErr.Error()
+	}
+}
+
+// sampler takes a sustained run's samples (see Sample). Its watch method is
+// the measured phase's watcher: only that goroutine touches the sampler
+// until the phase has ended.
+type sampler struct {
+	ctx      context.Context
+	scraper  *metricsScraper // nil: no metrics
+	pid      int             // server to read from /proc, or 0
+	dataDir  string          // data directory to measure, or ""
+	progress io.Writer
+	label    string
+
+	samples      []Sample
+	lastOps      int64
+	scrapeErrors int
+	scrapeErr    error // the first (or why there is no scraper)
+	dirErrors    int
+	dirErr       error // the first
+}
+
+// watch samples at once, then once a second, and once more when done is
+// closed, so that the timeline counts every operation of the phase.
+func (s *sampler) watch(ops func() int64, done <-chan struct{}) {
+	start := time.Now()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	s.take(start, ops)
+	for {
+		select {
+		case <-done:
+			s.take(start, ops)
+			s.mergeShortLast(250 * time.Millisecond)
+			return
+		case <-tick.C:
+			s.take(start, ops)
+			s.report()
+		}
+	}
+}
+
+// take records one sample: the operation count and the server's CPU first,
+// at the same moment, then the data directory and the metrics, which take
+// longer.
+func (s *sampler) take(start time.Time, ops func() int64) {
+	x := Sample{T: time.Since(start).Seconds()}
+	n := ops()
+	x.Ops, s.lastOps = n-s.lastOps, n
+	var prev *Sample
+	if k := len(s.samples); k > 0 {
+		prev = &s.samples[k-1]
+	}
+	dt := 0.0
+	if prev != nil {
+		dt = x.T - prev.T
+	}
+	if dt > 0 {
+		x.OpsPerSec = float64(x.Ops) / dt
+	}
+	if s.pid > 0 {
+		if p, err := ReadProc(s.pid); err == nil {
+			x.ServerCPUSec, x.ServerRSSBytes = ptr(p.CPU.Seconds()), ptr(p.RSS)
+			if prev != nil && prev.ServerCPUSec != nil && dt > 0 {
+				x.ServerCores = ptr((*x.ServerCPUSec - *prev.ServerCPUSec) / dt)
+			}
+		}
+	}
+	if s.dataDir != "" {
+		if disk, files, err := dirSize(s.dataDir); err == nil {
+			x.DataDirBytes, x.DataDirFileBytes = &disk, &files
+		} else {
+			s.dirErrors++
+			if s.dirErr == nil {
+				s.dirErr = err
+			}
+		}
+	}
+	if s.scraper != nil {
+		if m, err := s.scraper.scrape(s.ctx); err == nil {
+			x.TTL = m
+		} else if s.ctx.Err() == nil {
+			s.scrapeErrors++
+			if s.scrapeErr == nil {
+				s.scrapeErr = err
+			}
+		}
+	}
+	s.samples = append(s.samples, x)
+}
+
+// mergeShortLast folds the last sample into the one before when they are
+// less than d apart (the phase ended just after a tick), so that no sample's
+// rates rest on a sliver of time: the merged sample has the last one's
+// levels and both ones' operations.
+func (s *sampler) mergeShortLast(d time.Duration) {
+	n := len(s.samples)
+	if n < 3 || s.samples[n-1].T-s.samples[n-2].T >= d.Seconds() {
+		return
+	}
+	last, base := s.samples[n-1], s.samples[n-3]
+	last.Ops += s.samples[n-2].Ops
+	last.OpsPerSec, last.ServerCores = 0, nil
+	if dt := last.T - base.T; dt > 0 {
+		last.OpsPerSec = float64(last.Ops) / dt
+		if last.ServerCPUSec != nil && base.ServerCPUSec != nil {
+			last.ServerCores = ptr((*last.ServerCPUSec - *base.ServerCPUSec) / dt)
+		}
+	}
+	s.samples = append(s.samples[:n-2], last)
+}
+
+// report prints the last sample's backlog on the progress writer.
+func (s *sampler) report() {
+	x := s.samples[len(s.samples)-1]
+	line := fmt.Sprintf("bench: %s: %3.0fs", s.label, x.T)
+	if m := x.TTL; m != nil {
+		line += fmt.Sprintf(" pending %.0f docs, oldest %.0fs, purged %.0f", m.PendingDocs, m.OldestPendingAgeSec, m.PurgedTotal)
+	} else {
+		line += " no metrics"
+	}
+	if x.DataDirBytes != nil {
+		line += fmt.Sprintf(", data dir %.1f MB (files %.1f MB)", mb(*x.DataDirBytes), mb(*x.DataDirFileBytes))
+	}
+	if x.ServerCores != nil {
+		line += fmt.Sprintf(", server %.2f cores", *x.ServerCores)
+	}
+	fmt.Fprintln(s.progress, line)
+}
+
+// inMemoryArgs reports whether a server started with these extra arguments
+// (and this process's environment) keeps its data in memory: the last
+// --in-memory flag decides, else LETHE_IN_MEMORY, as `lethe serve` reads
+// them.
+func inMemoryArgs(extra []string) bool {
+	switch strings.ToLower(os.Getenv("LETHE_IN_MEMORY")) {
+	case "1", "true", "yes", "on":
+		return inMemoryFlag(extra, true)
+	}
+	return inMemoryFlag(extra, false)
+}
+
+func inMemoryFlag(extra []string, def bool) bool {
+	on := def
+	for _, a := range extra {
+		name, val, hasVal := flagOf(a)
+		if name != "in-memory" {
+			continue
+		}
+		on = true
+		if hasVal {
+			on, _ = strconv.ParseBool(val)
+		}
+	}
+	return on
+}
+
+// sustainedServeArgs returns the `lethe serve` command line of a
+// ttl-sustained server: the extra arguments less any data directory or
+// purge setting; dataDir, unless it is "" (in memory); and the purge off or
+// on, last, so that it overrides LETHE_DISABLE_PURGER.
+func sustainedServeArgs(extra []string, dataDir string, purge bool) []string {
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--log-level", "warn"}
+	if dataDir != "" {
+		args = append(args, "--data-dir", dataDir)
+	}
+	for i := 0; i < len(extra); i++ {
+		name, _, hasVal := flagOf(extra[i])
+		switch name {
+		case "data-dir":
+			if !hasVal {
+				i++ // its value is the next argument
+			}
+			continue
+		case "disable-purger":
+			continue
+		}
+		args = append(args, extra[i])
+	}
+	return append(args, "--disable-purger="+strconv.FormatBool(!purge))
+}
+
+// flagOf splits a command-line flag, -name, --name or --name=value, into
+// its name and value; name is "" for an argument that is not a flag.
+func flagOf(a string) (name, val string, hasVal bool) {
+	if !strings.HasPrefix(a, "-") {
+		return "", "", false
+	}
+	name, val, hasVal = strings.Cut(strings.TrimLeft(a, "-"), "=")
+	return name, val, hasVal
+}
