@@ -108,6 +108,11 @@ type Options struct {
 	// in-memory server, the timeline has no data directory size. Spawned
 	// servers' directories are measured anyway.
 	DataDirSize string
+	// Rounds is how many times ttl-sustained, with Spawn, runs its pair of
+	// servers (purge off and on), alternating which goes first, so that the
+	// machine's drift between minutes falls on both; the comparison is the
+	// median of the rounds' ratios. The default is 1.
+	Rounds int
 
 	// Progress receives a progress line per second, and spawned servers'
 	// logs. The default discards them.
@@ -155,6 +160,9 @@ func (o *Options) EnsureDefaults() {
 	if o.FsyncCount == 0 {
 		o.FsyncCount = DefaultFsyncCount
 	}
+	if o.Rounds == 0 {
+		o.Rounds = 1
+	}
 	if o.TimelineInterval == 0 {
 		o.TimelineInterval = DefaultTimelineInterval
 	}
@@ -200,6 +208,9 @@ func (o *Options) Validate() error {
 	}
 	if o.FsyncCount < 0 {
 		errs = append(errs, errors.New("fsync count must be positive"))
+	}
+	if o.Rounds < 0 {
+		errs = append(errs, errors.New("rounds must be positive"))
 	}
 	if o.TimelineInterval < 0 || o.TimelineInterval%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("timeline interval %v must be a positive whole number of seconds", o.TimelineInterval))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,11 +26,26 @@ type SustainedResult struct {
 	Runs []*SustainedRun `json:"runs"`
 	// OpsRatio is the purge-on run's foreground ops/s divided by the
 	// purge-off run's, when both ran: 0.9 means the purge cost the load 10%.
-	OpsRatio float64 `json:"ops_ratio_on_off,omitempty"`
+	// SteadyOpsRatio is the same over the second half of each run, when the
+	// purge has had work all along. With several rounds both are the
+	// medians of the rounds' ratios, which Rounds lists.
+	OpsRatio       float64       `json:"ops_ratio_on_off,omitempty"`
+	SteadyOpsRatio float64       `json:"steady_ops_ratio_on_off,omitempty"`
+	Rounds         []RoundRatios `json:"rounds,omitempty"`
+}
+
+// RoundRatios are one round's on/off ratios.
+type RoundRatios struct {
+	Round          int     `json:"round"`
+	OpsRatio       float64 `json:"ops_ratio_on_off,omitempty"`
+	SteadyOpsRatio float64 `json:"steady_ops_ratio_on_off,omitempty"`
 }
 
 // SustainedRun is one ttl-sustained run on one server.
 type SustainedRun struct {
+	// Round numbers the pair of runs this one belongs to, from 1 (0 for an
+	// endpoint).
+	Round int `json:"round,omitempty"`
 	// Purge is "off" or "on" for a spawned server (started with
 	// --disable-purger or without), "" for an endpoint, whose configuration
 	// the benchmark does not know.
@@ -52,20 +68,57 @@ type SustainedRun struct {
 	Error string `json:"error,omitempty"`
 }
 
-// compare fills in the comparison of a purge-off and a purge-on run.
+// compare fills in the comparison of the purge-off and purge-on runs of
+// each round, and their medians.
 func (s *SustainedResult) compare() {
-	var off, on *Measurement
+	s.Rounds = nil
+	byRound := map[int][2]*SustainedRun{}
+	var rounds []int
 	for _, run := range s.Runs {
+		pair, seen := byRound[run.Round]
+		if !seen {
+			rounds = append(rounds, run.Round)
+		}
 		switch run.Purge {
 		case "off":
-			off = run.Measurement
+			pair[0] = run
 		case "on":
-			on = run.Measurement
+			pair[1] = run
 		}
+		byRound[run.Round] = pair
 	}
-	if off != nil && on != nil && off.OpsPerSec > 0 {
-		s.OpsRatio = on.OpsPerSec / off.OpsPerSec
+	var whole, steady []float64
+	for _, round := range rounds {
+		off, on := byRound[round][0], byRound[round][1]
+		if off == nil || on == nil || off.Measurement == nil || on.Measurement == nil {
+			continue
+		}
+		rr := RoundRatios{Round: round}
+		if off.Measurement.OpsPerSec > 0 {
+			rr.OpsRatio = on.Measurement.OpsPerSec / off.Measurement.OpsPerSec
+			whole = append(whole, rr.OpsRatio)
+		}
+		if a, b := off.Summary.SteadyOpsPerSec, on.Summary.SteadyOpsPerSec; a != nil && b != nil && *a > 0 {
+			rr.SteadyOpsRatio = *b / *a
+			steady = append(steady, rr.SteadyOpsRatio)
+		}
+		s.Rounds = append(s.Rounds, rr)
 	}
+	s.OpsRatio, s.SteadyOpsRatio = median(whole), median(steady)
+}
+
+// median returns the median of xs, 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // runSustained runs wl (ttl-sustained): with Options.Spawn on two fresh
@@ -77,11 +130,19 @@ func (s *SustainedResult) compare() {
 func (r *runner) runSustained(ctx context.Context, wl workload) *Result {
 	res := &Result{Workload: wl.name, Sustained: &SustainedResult{}}
 	if r.opts.Spawn {
-		for _, purge := range []bool{false, true} {
-			if ctx.Err() != nil {
-				break
+		for round := 1; round <= r.opts.Rounds; round++ {
+			order := []bool{false, true}
+			if round%2 == 0 {
+				order = []bool{true, false}
 			}
-			res.Sustained.Runs = append(res.Sustained.Runs, r.spawnedSustainedRun(ctx, wl, purge))
+			for _, purge := range order {
+				if ctx.Err() != nil {
+					break
+				}
+				run := r.spawnedSustainedRun(ctx, wl, purge)
+				run.Round = round
+				res.Sustained.Runs = append(res.Sustained.Runs, run)
+			}
 		}
 	} else {
 		run := &SustainedRun{}

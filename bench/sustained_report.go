@@ -99,6 +99,7 @@ func (s *SustainedResult) writeSummary(w io.Writer, workload string) {
 	}
 	lines := []line{
 		{"foreground ops/s", func(r *SustainedRun) string { return fmt.Sprintf("%.0f", r.Measurement.OpsPerSec) }, ""},
+		{"foreground ops/s, 2nd half", func(r *SustainedRun) string { return num(r.Summary.SteadyOpsPerSec, "%.0f", 1) }, ""},
 		{"p50 latency ms", func(r *SustainedRun) string { return fmt.Sprintf("%.3f", r.Measurement.Latency.P50/1000) }, ""},
 		{"p99 latency ms", func(r *SustainedRun) string { return fmt.Sprintf("%.3f", r.Measurement.Latency.P99/1000) }, ""},
 		{"errors", func(r *SustainedRun) string { return fmt.Sprintf("%d", r.Measurement.Errors) }, ""},
@@ -119,6 +120,9 @@ func (s *SustainedResult) writeSummary(w io.Writer, workload string) {
 	}
 	if s.OpsRatio > 0 {
 		lines[0].ratio = fmt.Sprintf("%.2f", s.OpsRatio)
+	}
+	if s.SteadyOpsRatio > 0 {
+		lines[1].ratio = fmt.Sprintf("%.2f", s.SteadyOpsRatio)
 	}
 	if !slices.ContainsFunc(runs, func(r *SustainedRun) bool { return r.Summary.DataDirBytesEnd != nil }) {
 		lines = slices.DeleteFunc(lines, func(l line) bool { return strings.HasPrefix(l.label, "data dir") })
@@ -144,10 +148,17 @@ func (s *SustainedResult) writeSummary(w io.Writer, workload string) {
 		if r.Purge != "" {
 			name = "purge " + r.Purge
 		}
+		if len(s.Rounds) > 1 {
+			name = fmt.Sprintf("%s #%d", name, r.Round)
+		}
 		fmt.Fprintf(tw, "%s\t", name)
 	}
 	if s.OpsRatio > 0 {
-		fmt.Fprint(tw, "on/off\t")
+		if len(s.Rounds) > 1 {
+			fmt.Fprint(tw, "median on/off\t")
+		} else {
+			fmt.Fprint(tw, "on/off\t")
+		}
 	}
 	fmt.Fprintln(tw)
 	for _, l := range lines {
@@ -161,6 +172,12 @@ func (s *SustainedResult) writeSummary(w io.Writer, workload string) {
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
+	if len(s.Rounds) > 1 {
+		fmt.Fprintln(w, "  on/off by round (foreground ops/s over the run; over its 2nd half):")
+		for _, rr := range s.Rounds {
+			fmt.Fprintf(w, "    round %d: %.2f; %.2f\n", rr.Round, rr.OpsRatio, rr.SteadyOpsRatio)
+		}
+	}
 }
 
 // notes are the runs' problems for the report's notes: what they could not

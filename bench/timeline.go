@@ -33,6 +33,10 @@ type Sample struct {
 // steady state is the second half of the run (by time): the backlog only
 // starts to build TTL seconds in. Figures the timeline lacks are absent.
 type SustainedSummary struct {
+	// SteadyOpsPerSec is the foreground rate over the second half of the
+	// run, from the first sample at or past its middle to the last: the
+	// purge has work all along only once the first documents expire.
+	SteadyOpsPerSec *float64 `json:"steady_ops_per_sec,omitempty"`
 	// PendingDocsEnd and PendingBytesEnd are the expired documents not yet
 	// deleted, at the last sample that has them.
 	PendingDocsEnd  *float64 `json:"pending_docs_end,omitempty"`
@@ -108,6 +112,15 @@ func summarize(samples []Sample) SustainedSummary {
 			if a.PurgeBusySecTotal != nil && b.PurgeBusySecTotal != nil {
 				s.PurgeBusyCores = ptr((*b.PurgeBusySecTotal - *a.PurgeBusySecTotal) / dt)
 			}
+		}
+	}
+	if len(steady) >= 2 {
+		var ops int64
+		for _, x := range steady[1:] {
+			ops += x.Ops
+		}
+		if dt := steady[len(steady)-1].T - steady[0].T; dt > 0 {
+			s.SteadyOpsPerSec = ptr(float64(ops) / dt)
 		}
 	}
 	if lastCPU >= 0 {

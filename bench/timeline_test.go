@@ -151,3 +151,51 @@ func deref[T any](p *T) any {
 	}
 	return *p
 }
+
+// TestSummarizeSteadyOps: the steady-state rate counts only the operations
+// after the first sample at or past the middle of the run.
+func TestSummarizeSteadyOps(t *testing.T) {
+	tl := synthetic(10)
+	for i := 6; i <= 10; i++ { // (5, 10]: 400 ops/s instead of 1,000
+		tl[i].Ops, tl[i].OpsPerSec = 400, 400
+	}
+	s := summarize(tl)
+	if s.SteadyOpsPerSec == nil || !near(*s.SteadyOpsPerSec, 400) {
+		t.Errorf("steady ops/s = %v, want 400", deref(s.SteadyOpsPerSec))
+	}
+	r := &SustainedResult{Runs: []*SustainedRun{
+		{Purge: "off", Measurement: &Measurement{OpsPerSec: 1000}, Summary: SustainedSummary{SteadyOpsPerSec: ptr(800.0)}},
+		{Purge: "on", Measurement: &Measurement{OpsPerSec: 900}, Summary: SustainedSummary{SteadyOpsPerSec: ptr(600.0)}},
+	}}
+	r.compare()
+	if !near(r.OpsRatio, 0.9) || !near(r.SteadyOpsRatio, 0.75) {
+		t.Errorf("ratios %v and %v, want 0.9 over the run and 0.75 in steady state", r.OpsRatio, r.SteadyOpsRatio)
+	}
+}
+
+// TestRoundsMedian: with several rounds the comparison pairs each round's
+// runs, whatever their order, and takes the median of the rounds' ratios.
+func TestRoundsMedian(t *testing.T) {
+	run := func(round int, purge string, ops, steady float64) *SustainedRun {
+		return &SustainedRun{Round: round, Purge: purge, Measurement: &Measurement{OpsPerSec: ops}, Summary: SustainedSummary{SteadyOpsPerSec: ptr(steady)}}
+	}
+	r := &SustainedResult{Runs: []*SustainedRun{
+		run(1, "off", 1000, 1000), run(1, "on", 900, 800), // 0.9, 0.8
+		run(2, "on", 1200, 1100), run(2, "off", 1000, 1000), // 1.2, 1.1
+		run(3, "off", 1000, 1000), run(3, "on", 950, 700), // 0.95, 0.7
+		run(4, "on", 500, 500), // a round cut short: no pair, no ratio
+	}}
+	r.compare()
+	if len(r.Rounds) != 3 {
+		t.Fatalf("rounds %+v, want the three complete pairs", r.Rounds)
+	}
+	if r.Rounds[1].Round != 2 || !near(r.Rounds[1].OpsRatio, 1.2) || !near(r.Rounds[1].SteadyOpsRatio, 1.1) {
+		t.Errorf("round 2 (purge on first) = %+v, want ratios 1.2 and 1.1", r.Rounds[1])
+	}
+	if !near(r.OpsRatio, 0.95) || !near(r.SteadyOpsRatio, 0.8) {
+		t.Errorf("medians %v and %v, want 0.95 and 0.8", r.OpsRatio, r.SteadyOpsRatio)
+	}
+	if got := median([]float64{3, 1, 2, 4}); !near(got, 2.5) {
+		t.Errorf("median of an even count = %v, want 2.5", got)
+	}
+}

@@ -18,7 +18,7 @@ import (
 // Engine benchmarks. Sizes come from the environment so the defaults stay small
 // enough for a shared machine:
 //
-//	LETHE_BENCH_DOCS=1000000 go test ./engine -run x -bench 'Purge|Open' -benchtime 1x
+//	LETHE_BENCH_DOCS=1000000 go test ./engine -run '^$' -bench 'Purge|Open' -benchtime 1x
 //
 // LETHE_BENCH_DOC_BYTES sets the document size (default 1024).
 

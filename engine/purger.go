@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -471,28 +472,59 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, defe
 		// entry at or below the cutoff is expired by construction. The
 		// document's other keys come from the entry: its primary key and
 		// manifest from the value, its sequence number from the key.
-		for _, en := range entries {
-			seq := binary.BigEndian.Uint64(en.key[len(en.key)-8:])
-			suffix, size, manifest, err := decodeOrderValue(en.value, &s.rid)
+		// The usage tallies are read and written before the deletions, so
+		// that no read follows them and the store never has to index the
+		// batch to let the transaction see its own writes.
+		type doomed struct {
+			seq      uint64
+			suffix   []byte
+			size     int
+			manifest [][]byte
+		}
+		docs := make([]doomed, len(entries))
+		for i, en := range entries {
+			d := &docs[i]
+			d.seq = binary.BigEndian.Uint64(en.key[len(en.key)-8:])
+			if d.suffix, d.size, d.manifest, err = decodeOrderValue(en.value, &s.rid); err != nil {
+				return err
+			}
+			s.usage.add([][]byte{nil, en.key}, d.size, -1)
+			spent += ru.Write{Bytes: d.size, TermsRemoved: countTerms(d.manifest)}.Charge()
+		}
+		if err := s.usage.apply(tx, s.rid); err != nil {
+			return err
+		}
+		// The deletions go to the store in key order: the memtable inserts
+		// each key after the one before, and in order most of them land
+		// next to it, which makes them cheaper.
+		type deletion struct {
+			key  []byte
+			size int // the deleted value's size, for documents; -1 otherwise
+		}
+		dels := make([]deletion, 0, 16*len(docs))
+		for i, d := range docs {
+			dels = append(dels, deletion{docKey(s.rid, d.suffix), docHeaderLen + d.size},
+				deletion{orderKey(s.rid, d.seq), -1}, deletion{entries[i].key, -1})
+			for _, k := range d.manifest {
+				dels = append(dels, deletion{k, -1})
+			}
+		}
+		slices.SortFunc(dels, func(a, b deletion) int { return bytes.Compare(a.key, b.key) })
+		for _, d := range dels {
+			var err error
+			if d.size >= 0 {
+				// The document's own record carries its size, so that the
+				// store can compact its tombstone sooner and free the space.
+				err = tx.DeleteSized(d.key, d.size)
+			} else {
+				err = tx.Delete(d.key)
+			}
 			if err != nil {
 				return err
 			}
-			s.usage.add([][]byte{nil, en.key}, size, -1)
-			spent += ru.Write{Bytes: size, TermsRemoved: countTerms(manifest)}.Charge()
-			// The document's own record carries its size, so that the store
-			// can compact its tombstone sooner and free the space (issue 16).
-			if err := tx.DeleteSized(docKey(s.rid, suffix), docHeaderLen+size); err != nil {
-				return err
-			}
-			keys := append([][]byte{orderKey(s.rid, seq), en.key}, manifest...)
-			for _, k := range keys {
-				if err := tx.Delete(k); err != nil {
-					return err
-				}
-			}
 		}
 		n, rid = len(entries), s.rid
-		return s.usage.apply(tx, s.rid)
+		return nil
 	})
 	if err == nil {
 		e.purger.purged.Add(int64(n))

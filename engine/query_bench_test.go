@@ -13,7 +13,7 @@ import (
 // two containers with the same documents: "idx" with the default indexing
 // policy and "scan" with indexing mode none, which forces every query to scan.
 //
-//	go test ./engine -run x -bench Query -benchtime 20x
+//	go test ./engine -run '^$' -bench Query -benchtime 20x
 //
 // Compare ns/op of the index/… and scan/… runs of the same query.
 

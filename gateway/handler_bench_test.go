@@ -19,7 +19,7 @@ import (
 // Handler benchmarks: the server's CPU per operation, without the network:
 // signed requests straight into ServeHTTP over an in-memory store.
 //
-//	go test ./gateway -run x -bench Handler -benchmem
+//	go test ./gateway -run '^$' -bench Handler -benchmem
 
 func benchServer(b *testing.B) (*Server, []byte) {
 	b.Helper()

@@ -9,7 +9,7 @@ import (
 // Parse benchmarks: documents as clients send them, the hot path of every
 // write.
 //
-//	go test ./jsonv -run x -bench Parse -benchmem
+//	go test ./jsonv -run '^$' -bench Parse -benchmem
 
 // benchDocs are the shapes measured: a 1 KB document like the gateway and
 // engine benchmarks write, a wide object (many members to check for

@@ -85,6 +85,7 @@ Flags:
 	fs.DurationVar(&warmup, "warmup", bench.DefaultWarmup, "warmup before each measured workload, not counted")
 	fs.DurationVar(&o.TTL, "ttl", bench.DefaultTTL, "time to live of the ttl and ttl-sustained workloads' documents (whole seconds)")
 	fs.DurationVar(&o.TimelineInterval, "timeline-interval", bench.DefaultTimelineInterval, "time each row of ttl-sustained's timeline covers (whole seconds; the JSON has every second)")
+	fs.IntVar(&o.Rounds, "rounds", 1, "with --spawn, how many pairs of ttl-sustained runs (purge off and on, alternating which goes first); the comparison is the median of their ratios")
 	fs.StringVar(&o.DataDirSize, "data-dir-size", "", "data directory of the server at --endpoint, whose size ttl-sustained samples (spawned servers' are measured anyway)")
 	fs.IntVar(&o.Retries, "retries", 0, "SDK retries of a failed request (0: every failure is counted)")
 	fs.BoolVar(&o.Ceiling, "ceiling", false, "also run every workload against a storage-free canned-response server and report ratios to it")

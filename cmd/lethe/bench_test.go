@@ -25,6 +25,12 @@ func TestParseBenchFlags(t *testing.T) {
 	if want := []string{"create", "read", "query-pk"}; !slices.Equal(o.Workloads, want) {
 		t.Errorf("workloads %q, want %q", o.Workloads, want)
 	}
+	if o.Rounds != 1 {
+		t.Errorf("rounds %d, want 1 by default", o.Rounds)
+	}
+	if c, err := parseBenchFlags([]string{"--spawn", "--workload", "ttl-sustained", "--rounds", "3"}, io.Discard); err != nil || c.opts.Rounds != 3 {
+		t.Errorf("--rounds 3: %v, %v", c, err)
+	}
 	if o.Docs != bench.DefaultDocs || o.Concurrency != bench.DefaultConcurrency || o.Duration != 10*time.Second || o.DocSize != 1024 || o.Partitions != 100 || o.Keys != "uniform" {
 		t.Errorf("defaults: %+v", o)
 	}
@@ -42,6 +48,7 @@ func TestParseBenchFlags(t *testing.T) {
 		{[]string{"extra"}, "unexpected arguments"},
 		{[]string{"--timeline-interval", "1500ms"}, "timeline interval"},
 		{[]string{"--spawn", "--data-dir-size", "/tmp/x"}, "data-dir-size"},
+		{[]string{"--rounds", "-1"}, "rounds must be positive"},
 	} {
 		if _, err := parseBenchFlags(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want one mentioning %s", tc.args, err, tc.want)

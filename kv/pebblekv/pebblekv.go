@@ -338,22 +338,21 @@ func (s *Store) runUpdate(ctx context.Context, fn func(kv.Tx) error) (wrote bool
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	b := s.db.NewIndexedBatch()
-	t := &tx{reader: reader{state: txState{src: b}}, batch: b}
+	t := newTx(s.db)
 	// Runs before the writer lock is released, also when fn panics, so the
 	// next writer never shares the batch and an uncommitted batch leaves no
 	// trace. Closing a committed batch only recycles it.
-	defer t.state.finish(b.Close)
+	defer t.state.finish(t.close)
 
 	if err := fn(t); err != nil {
 		return false, err
 	}
-	if b.Empty() {
+	if t.batch.Empty() {
 		return false, nil
 	}
 	// NoSync: the commit is applied and visible to the next writer now; the
 	// caller waits for durability after releasing the lock.
-	if err := b.Commit(pebble.NoSync); err != nil {
+	if err := t.batch.Commit(pebble.NoSync); err != nil {
 		return false, fmt.Errorf("pebblekv: commit %s: %w", s.desc, err)
 	}
 	return true, nil

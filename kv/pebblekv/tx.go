@@ -118,14 +118,121 @@ func (r *reader) Scan(start, end []byte, reverse bool) kv.Iterator {
 	return it
 }
 
-// tx implements [kv.Tx] over an indexed batch. Reads go through the batch, so
-// they see the transaction's own writes, including range deletions.
+// tx implements [kv.Tx] over a batch, under the store's writer lock.
+//
+// Indexing a batch (a skiplist of its keys, so that reads see the
+// transaction's own writes) costs about as much per key as the memtable
+// insert its commit makes, and most transactions never need it: they read
+// first and write after, or read back only keys they have not written (the
+// usage tallies written last). So a transaction starts on a plain batch and
+// reads the database itself, which nothing else changes while the writer
+// lock is held. A point read after writes looks for its key among the
+// batch's own writes, newest first; only a scan after writes, a range
+// deletion, or a point read once the batch is large turns the batch into an
+// indexed one (its writes so far copied in), through which every later read
+// goes.
 type tx struct {
 	reader
+	db    *pebble.DB
 	batch *pebble.Batch
 }
 
 var _ kv.Tx = (*tx)(nil)
+
+// maxLinearOps is how many writes a plain batch may hold for a point read to
+// look through them instead of indexing the batch: a purge batch of 64
+// documents writes about 850.
+const maxLinearOps = 1024
+
+// newTx starts a transaction on db. The caller must hold the writer lock.
+func newTx(db *pebble.DB) *tx {
+	return &tx{reader: reader{state: txState{src: db}}, db: db, batch: db.NewBatch()}
+}
+
+// close releases the transaction's batch: after a commit it is only recycled.
+func (t *tx) close() error { return t.batch.Close() }
+
+// indexed makes the batch an indexed one, through which every later read
+// goes, unless it is already, or holds no write to see.
+func (t *tx) indexed() error {
+	if t.batch.Indexed() || t.batch.Empty() {
+		return nil
+	}
+	ib := t.db.NewIndexedBatch()
+	if err := ib.Apply(t.batch, nil); err != nil {
+		_ = ib.Close()
+		return fmt.Errorf("pebblekv: index batch: %w", err)
+	}
+	_ = t.batch.Close()
+	t.batch = ib
+	t.state.mu.Lock()
+	t.state.src = ib
+	t.state.mu.Unlock()
+	return nil
+}
+
+// Get implements [kv.Reader]: the transaction's own writes first.
+func (t *tx) Get(key []byte) ([]byte, error) {
+	if t.state.done.Load() {
+		return nil, errTxDone
+	}
+	if !t.batch.Indexed() && !t.batch.Empty() {
+		if t.batch.Count() > maxLinearOps {
+			if err := t.indexed(); err != nil {
+				return nil, err
+			}
+		} else if v, found, err := t.ownWrite(key); err != nil || found {
+			return v, err
+		}
+	}
+	return t.reader.Get(key)
+}
+
+// ownWrite looks for key among the writes of the plain batch: found reports
+// whether the batch decides its value, v is that value (a copy) or nil with
+// kv.ErrNotFound when the last write deleted it. A range deletion in the
+// batch indexes it instead, and leaves the read to the indexed batch.
+func (t *tx) ownWrite(key []byte) (v []byte, found bool, err error) {
+	r := t.batch.Reader()
+	for {
+		kind, k, value, ok, err := r.Next()
+		if err != nil {
+			return nil, false, fmt.Errorf("pebblekv: get: %w", err)
+		}
+		if !ok {
+			break
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet:
+			if bytes.Equal(k, key) {
+				v, found = value, true
+			}
+		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindDeleteSized:
+			if bytes.Equal(k, key) {
+				v, found = nil, true
+			}
+		default: // a range deletion, or a kind this package never writes
+			return nil, false, t.indexed()
+		}
+	}
+	switch {
+	case !found:
+		return nil, false, nil
+	case v == nil:
+		return nil, true, kv.ErrNotFound
+	}
+	out := make([]byte, len(v)) // non-nil even for an empty value
+	copy(out, v)
+	return out, true, nil
+}
+
+// Scan implements [kv.Reader]: after writes, through the indexed batch.
+func (t *tx) Scan(start, end []byte, reverse bool) kv.Iterator {
+	if err := t.indexed(); err != nil {
+		return &iterator{err: err, exhausted: true}
+	}
+	return t.reader.Scan(start, end, reverse)
+}
 
 // Put implements [kv.Tx]. Pebble copies key and value into the batch.
 func (t *tx) Put(key, value []byte) error {
@@ -193,11 +300,14 @@ func (t *tx) DeleteRange(start, end []byte) error {
 // lastKeyFrom returns a copy of the greatest key >= start visible to the
 // transaction, or nil if there is none.
 func (t *tx) lastKeyFrom(start []byte) ([]byte, error) {
+	if err := t.indexed(); err != nil {
+		return nil, err
+	}
 	opts := &pebble.IterOptions{}
 	if len(start) > 0 { // see Scan about empty bounds
 		opts.LowerBound = start
 	}
-	it, err := t.batch.NewIter(opts)
+	it, err := t.state.src.NewIter(opts) // the indexed batch, or the database
 	if err != nil {
 		return nil, fmt.Errorf("pebblekv: delete range: %w", err)
 	}
