@@ -311,11 +311,9 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 			if err != nil {
 				return total, fmt.Errorf("purge %s/%s: %w", t.db, t.coll, err)
 			}
-			t.oldest = oldest
-			if !more {
-				t.oldest = 0
-			}
+			t.oldest = 0 // drained up to the cutoff
 			if more {
+				t.oldest = oldest
 				next = append(next, t)
 			}
 			e.purger.oldest.Store(int64(oldestOf(targets, nil)))

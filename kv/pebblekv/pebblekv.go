@@ -9,11 +9,13 @@
 //
 //   - [Store.View] reads from a Pebble snapshot, a consistent point-in-time view
 //     that concurrent commits do not disturb.
-//   - [Store.Update] runs its function under a store-wide writer lock, against an
-//     indexed batch layered over the live database, and commits the batch before
-//     the lock is released. Writers therefore execute one at a time and see every
+//   - [Store.Update] runs its function under a store-wide writer lock, against a
+//     batch layered over the live database, and commits the batch before the
+//     lock is released. Writers therefore execute one at a time and see every
 //     earlier commit, which makes read-write transactions serializable without
 //     any conflict detection: [kv.ErrConflict] is never produced by this backend.
+//     The batch is indexed only once a read needs it to see the transaction's
+//     own writes (see tx), which most transactions never do.
 //
 // Serialising writers costs little because the slow part of a commit, the WAL
 // fsync, happens after the lock is released: each committer asks Pebble to sync
