@@ -27,19 +27,14 @@ func letheBinary(t *testing.T) string {
 	return bin
 }
 
-// TestBenchEndToEnd runs `lethe bench` as users do: it spawns an in-memory
-// server and the ceiling, runs three workloads against both, and writes JSON.
-func TestBenchEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns servers")
-	}
-	bin := letheBinary(t)
+// runBench runs `lethe bench` with args and a JSON report, and returns the
+// report and the text output (logged).
+func runBench(t *testing.T, args ...string) (Report, *bytes.Buffer) {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "out.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "bench", "--spawn", "--serve-args=--in-memory",
-		"--workload", "create,read,query-pk", "--docs", "200", "--ops", "300", "--concurrency", "4",
-		"--ceiling", "--warmup", "250ms", "--json", out)
+	cmd := exec.CommandContext(ctx, letheBinary(t), append(append([]string{"bench"}, args...), "--json", out)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -54,6 +49,18 @@ func TestBenchEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatalf("%s: %v", out, err)
 	}
+	return rep, &stdout
+}
+
+// TestBenchEndToEnd runs `lethe bench` as users do: it spawns an in-memory
+// server and the ceiling, runs three workloads against both, and writes JSON.
+func TestBenchEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns servers")
+	}
+	rep, stdout := runBench(t, "--spawn", "--serve-args=--in-memory",
+		"--workload", "create,read,query-pk", "--docs", "200", "--ops", "300", "--concurrency", "4",
+		"--ceiling", "--warmup", "250ms")
 	if rep.Interrupted || len(rep.Problems) > 0 {
 		t.Errorf("interrupted %v, problems %q", rep.Interrupted, rep.Problems)
 	}
@@ -89,7 +96,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Errorf("workloads %q, want %q", names, want)
 	}
 	if !bytes.Contains(stdout.Bytes(), []byte("x ceiling")) {
-		t.Errorf("no table on stdout:\n%s", &stdout)
+		t.Errorf("no table on stdout:\n%s", stdout)
 	}
 }
 
@@ -101,27 +108,9 @@ func TestBenchSustainedEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns servers")
 	}
-	bin := letheBinary(t)
-	out := filepath.Join(t.TempDir(), "out.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "bench", "--spawn", "--serve-args=--in-memory",
+	rep, stdout := runBench(t, "--spawn", "--serve-args=--in-memory",
 		"--workload", "ttl-sustained", "--ttl", "1s", "--duration", "3s", "--concurrency", "4",
-		"--warmup", "500ms", "--timeline-interval", "2s", "--json", out)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("lethe bench: %v\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
-	}
-	t.Logf("stdout:\n%s", &stdout)
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("%s: %v", out, err)
-	}
+		"--warmup", "500ms", "--timeline-interval", "2s")
 	if rep.Interrupted || len(rep.Problems) > 0 || len(rep.Workloads) != 1 {
 		t.Fatalf("interrupted %v, problems %q, %d workloads", rep.Interrupted, rep.Problems, len(rep.Workloads))
 	}

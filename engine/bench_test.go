@@ -71,12 +71,7 @@ func BenchmarkPurge(b *testing.B) {
 		b.StopTimer()
 		clock := newFakeClock()
 		e, store := openBenchEngine(b, b.TempDir(), clock)
-		if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":60}`)); err != nil {
-			b.Fatal(err)
-		}
+		benchContainer(b, e, `"defaultTtl":60`)
 		loadDocs(b, e, "d", n/2, size, "")
 		loadDocs(b, e, "own", n/2, size, `,"ttl":30`)
 		clock.Advance(time.Hour)
@@ -106,12 +101,7 @@ func BenchmarkOpenWithDocs(b *testing.B) {
 	dir := b.TempDir()
 	clock := newFakeClock()
 	e, store := openBenchEngine(b, dir, clock)
-	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":-1}`)); err != nil {
-		b.Fatal(err)
-	}
+	benchContainer(b, e, `"defaultTtl":-1`)
 	loadDocs(b, e, "d", n, size, "")
 	e.Close()
 	if err := store.Close(); err != nil {
@@ -156,12 +146,7 @@ func BenchmarkCreateDocument(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer e.Close()
-				if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`)); err != nil {
-					b.Fatal(err)
-				}
+				benchContainer(b, e, "")
 				pad := strings.Repeat("x", 900)
 				var next atomic.Int64
 				b.SetParallelism(par)
@@ -190,12 +175,7 @@ func BenchmarkRSSAfterLoad(b *testing.B) {
 	for range b.N {
 		clock := newFakeClock()
 		e, store := openBenchEngine(b, b.TempDir(), clock)
-		if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`)); err != nil {
-			b.Fatal(err)
-		}
+		benchContainer(b, e, "")
 		loadDocs(b, e, "d", n, 1024, "")
 		runtime.GC()
 		debug.FreeOSMemory()
@@ -227,4 +207,20 @@ func procMemory() (rss, hwm int64) {
 		}
 	}
 	return rss, hwm
+}
+
+// benchContainer creates database "db" and its container "c", partitioned
+// by /pk, with extra members (JSON, without braces) in its body.
+func benchContainer(b *testing.B, e *Engine, extra string) {
+	b.Helper()
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
+		b.Fatal(err)
+	}
+	body := `{"id":"c","partitionKey":{"paths":["/pk"]}`
+	if extra != "" {
+		body += "," + extra
+	}
+	if _, err := e.CreateContainer(ctx, "db", []byte(body+"}")); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -36,12 +36,7 @@ func BenchmarkPurgeCost(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":-1}`)); err != nil {
-			b.Fatal(err)
-		}
+		benchContainer(b, e, `"defaultTtl":-1`)
 		pad := strings.Repeat("x", 900)
 		create := measureCost(b, store, func() {
 			const writers = 16

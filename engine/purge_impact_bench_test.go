@@ -461,12 +461,7 @@ func BenchmarkIdlePurgeLag(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":-1}`)); err != nil {
-			b.Fatal(err)
-		}
+		benchContainer(b, e, `"defaultTtl":-1`)
 		done := make(chan struct{})
 		var writer sync.WaitGroup
 		writer.Add(1)
