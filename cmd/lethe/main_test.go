@@ -5,6 +5,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lethe-db/lethe/purgectl"
 )
 
 // runCLI runs one command line as main does and returns its exit code and output.
@@ -90,6 +93,7 @@ func TestMisuse(t *testing.T) {
 		{[]string{"serve", "--metrics=maybe"}, []string{`lethe serve: invalid boolean value "maybe" for -metrics`, "Run 'lethe serve -h' for usage."}},
 		{[]string{"serve", "--clock", "sundial", "--log-format", "xml"}, []string{`lethe serve: --log-format "xml" is not text or json`, `--clock "sundial" is not wall or manual`, "Run 'lethe serve -h' for usage."}},
 		{[]string{"serve", "now"}, []string{"lethe serve: unexpected arguments: now", "Run 'lethe serve -h' for usage."}},
+		{[]string{"serve", "--purge-target-age", "500ms", "--purge-max-share", "2"}, []string{`lethe serve: --purge-target-age "500ms" is not a duration over 1s`, `--purge-max-share "2" is not a share of a core between 0.06 and 1`, "Run 'lethe serve -h' for usage."}},
 		{[]string{"bench", "--bogus"}, []string{"lethe bench: flag provided but not defined: -bogus", "Run 'lethe bench -h' for usage."}},
 		{[]string{"bench", "--workload", "scan"}, []string{`"scan"`, "Run 'lethe bench -h' for usage."}},
 	} {
@@ -139,5 +143,24 @@ func TestCPUProfileEnv(t *testing.T) {
 	c, err = parseServeFlags([]string{"--cpuprofile", "flag.prof"}, nil)
 	if err != nil || c.cpuProfile != "flag.prof" {
 		t.Fatalf("flag over environment: %+v, %v", c, err)
+	}
+}
+
+// TestPurgeControlFlags: the purge controller's settings come from the
+// flags or the environment (the flag wins), and default to purgectl's.
+func TestPurgeControlFlags(t *testing.T) {
+	c, err := parseServeFlags(nil, nil)
+	if err != nil || c.purge.TargetAge != purgectl.DefaultTargetAge || c.purge.MaxShare != purgectl.DefaultMaxShare {
+		t.Fatalf("defaults: %+v, %v", c.purge, err)
+	}
+	t.Setenv("LETHE_PURGE_TARGET_AGE", "8s")
+	t.Setenv("LETHE_PURGE_MAX_SHARE", "0.25")
+	c, err = parseServeFlags(nil, nil)
+	if err != nil || c.purge.TargetAge != 8*time.Second || c.purge.MaxShare != 0.25 {
+		t.Fatalf("from the environment: %+v, %v", c.purge, err)
+	}
+	c, err = parseServeFlags([]string{"--purge-target-age", "2s", "--purge-max-share", "1"}, nil)
+	if err != nil || c.purge.TargetAge != 2*time.Second || c.purge.MaxShare != 1 {
+		t.Fatalf("flags over the environment: %+v, %v", c.purge, err)
 	}
 }
