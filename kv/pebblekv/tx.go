@@ -135,14 +135,26 @@ type tx struct {
 	reader
 	db    *pebble.DB
 	batch *pebble.Batch
+	// looked counts the writes point reads have looked through in the plain
+	// batch: once they cost more than indexing it would have, it is indexed.
+	looked int
 }
 
 var _ kv.Tx = (*tx)(nil)
 
-// maxLinearOps is how many writes a plain batch may hold for a point read to
-// look through them instead of indexing the batch: a purge batch of 64
-// documents writes about 850.
-const maxLinearOps = 1024
+// Point reads look through a plain batch's writes while that stays cheaper
+// than indexing them: while the batch holds at most maxLinearOps writes, and
+// the reads have looked through at most linearBudget times as many writes as
+// it holds (plus a few, for small batches). A transaction that reads between
+// many writes (a transactional batch of many documents) soon has its batch
+// indexed; one that reads a few keys at the end (a create's usage tallies)
+// never does. Looking at a write costs a few nanoseconds, indexing it a
+// skiplist insert, about a hundred times as much.
+const (
+	maxLinearOps = 1024
+	linearBudget = 8
+	linearSlack  = 256
+)
 
 // newTx starts a transaction on db. The caller must hold the writer lock.
 func newTx(db *pebble.DB) *tx {
@@ -177,7 +189,9 @@ func (t *tx) Get(key []byte) ([]byte, error) {
 		return nil, errTxDone
 	}
 	if !t.batch.Indexed() && !t.batch.Empty() {
-		if t.batch.Count() > maxLinearOps {
+		n := int(t.batch.Count())
+		t.looked += n
+		if n > maxLinearOps || t.looked > linearBudget*n+linearSlack {
 			if err := t.indexed(); err != nil {
 				return nil, err
 			}

@@ -139,6 +139,31 @@ func TestOwnWritesWithoutIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Reads between many writes (a transactional batch of many documents):
+	// once looking through the writes has cost more than indexing them
+	// would have, the batch is indexed; every read is right either way.
+	err = s.Update(ctx, func(tx kv.Tx) error {
+		for i := range 200 {
+			key := fmt.Appendf(nil, "m%03d", i)
+			if err := tx.Put(key, []byte("v")); err != nil {
+				return err
+			}
+			if got := get(tx, string(key)); got != "v" {
+				t.Fatalf("read back %s = %q", key, got)
+			}
+			if got := get(tx, "e"); got != "new-e" {
+				t.Fatalf("after %d writes, e = %q", i+1, got)
+			}
+		}
+		if !indexed(tx) {
+			t.Error("reads between 200 writes never indexed the batch")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	// Everything above committed as the transactions saw it.
 	if err := s.View(ctx, func(r kv.Reader) error {
 		for k, want := range map[string]string{"a": "", "e": "new-e", "y": "", "k00000": "v"} {
