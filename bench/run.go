@@ -125,32 +125,19 @@ func (r *runner) startServers(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c, err := startChild(exe, args, o.Progress)
-		if tmp != "" {
-			cleanup := func() { _ = os.RemoveAll(tmp) }
-			if err != nil {
-				cleanup()
-			} else {
-				c.cleanup = cleanup
-			}
-		}
-		if err != nil {
+		if r.server, err = r.spawn("lethe", args, tmp); err != nil {
 			return err
 		}
-		r.server = r.newTarget(ServerInfo{Name: "lethe", Endpoint: c.URL, PID: c.PID(), Command: "lethe " + strings.Join(args, " ")})
-		r.server.child = c
 	} else {
 		r.server = r.newTarget(ServerInfo{Name: "server", Endpoint: o.Endpoint, PID: o.ServerPID})
 	}
 	r.rep.Server = r.server.info
 	if o.Ceiling {
 		args := []string{"bench", "--serve-ceiling", "--addr", "127.0.0.1:0", "--doc-size", strconv.Itoa(o.DocSize)}
-		c, err := startChild(exe, args, o.Progress)
-		if err != nil {
+		var err error
+		if r.ceiling, err = r.spawn("ceiling", args, ""); err != nil {
 			return fmt.Errorf("start the ceiling server: %w", err)
 		}
-		r.ceiling = r.newTarget(ServerInfo{Name: "ceiling", Endpoint: c.URL, PID: c.PID(), Command: "lethe " + strings.Join(args, " ")})
-		r.ceiling.child = c
 		r.ceiling.canned = true
 		info := r.ceiling.info
 		r.rep.Ceiling = &info
@@ -161,6 +148,27 @@ func (r *runner) startServers(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// spawn starts `lethe` with args from the run's executable and returns it as
+// a target named name. dir, if not empty, is a temporary data directory that
+// goes with the server: removed when it stops, or at once if it does not
+// start.
+func (r *runner) spawn(name string, args []string, dir string) (*target, error) {
+	cleanup := func() {
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
+	}
+	c, err := startChild(r.exe, args, r.opts.Progress)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	c.cleanup = cleanup
+	t := r.newTarget(ServerInfo{Name: name, Endpoint: c.URL, PID: c.PID(), Command: "lethe " + strings.Join(args, " ")})
+	t.child = c
+	return t, nil
 }
 
 func (r *runner) targets() []*target {

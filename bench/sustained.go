@@ -182,23 +182,14 @@ func (r *runner) spawnedSustainedRun(ctx context.Context, wl workload, purge boo
 			return run
 		}
 	}
-	args := sustainedServeArgs(r.opts.ServeArgs, dir, purge)
-	c, err := startChild(r.exe, args, r.opts.Progress)
+	t, err := r.spawn(run.Server.Name, sustainedServeArgs(r.opts.ServeArgs, dir, purge), dir)
 	if err != nil {
-		if dir != "" {
-			_ = os.RemoveAll(dir)
-		}
 		run.Error = err.Error()
 		return run
 	}
-	if dir != "" {
-		c.cleanup = func() { _ = os.RemoveAll(dir) }
-	}
-	t := r.newTarget(ServerInfo{Name: run.Server.Name, Endpoint: c.URL, PID: c.PID(), Command: "lethe " + strings.Join(args, " ")})
-	t.child = c
 	defer func() {
 		t.tr.CloseIdleConnections()
-		if err := c.stop(stopTimeout); err != nil {
+		if err := t.child.stop(stopTimeout); err != nil {
 			if run.Error != "" {
 				run.Error += "; "
 			}

@@ -207,6 +207,7 @@ func (t *tx) Get(key []byte) ([]byte, error) {
 // kv.ErrNotFound when the last write deleted it. A range deletion in the
 // batch indexes it instead, and leaves the read to the indexed batch.
 func (t *tx) ownWrite(key []byte) (v []byte, found bool, err error) {
+	var deleted bool
 	r := t.batch.Reader()
 	for {
 		kind, k, value, ok, err := r.Next()
@@ -219,11 +220,11 @@ func (t *tx) ownWrite(key []byte) (v []byte, found bool, err error) {
 		switch kind {
 		case pebble.InternalKeyKindSet:
 			if bytes.Equal(k, key) {
-				v, found = value, true
+				v, found, deleted = value, true, false
 			}
 		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindDeleteSized:
 			if bytes.Equal(k, key) {
-				v, found = nil, true
+				v, found, deleted = nil, true, true
 			}
 		default: // a range deletion, or a kind this package never writes
 			return nil, false, t.indexed()
@@ -232,7 +233,7 @@ func (t *tx) ownWrite(key []byte) (v []byte, found bool, err error) {
 	switch {
 	case !found:
 		return nil, false, nil
-	case v == nil:
+	case deleted:
 		return nil, true, kv.ErrNotFound
 	}
 	out := make([]byte, len(v)) // non-nil even for an empty value
