@@ -84,6 +84,9 @@ func (e *Engine) ExecuteBatch(ctx context.Context, dbID, collID string, pk lethe
 	if err := checkBatchSize(len(ops)); err != nil {
 		return nil, false, err
 	}
+	if err := e.admitBatch(ctx, ops); err != nil {
+		return nil, false, err
+	}
 	// Parse everything before touching storage.
 	patches := make([]*Patch, len(ops))
 	for i, op := range ops {
@@ -124,6 +127,17 @@ func (e *Engine) ExecuteBatch(ctx context.Context, dbID, collID string, pk lethe
 		return nil, false, err
 	}
 	return results, committed, nil
+}
+
+// admitBatch refuses a batch that adds data (any operation but reads and
+// deletes) when the disk or the storage quota allows none.
+func (e *Engine) admitBatch(ctx context.Context, ops []BatchOp) error {
+	for _, op := range ops {
+		if t := strings.ToLower(op.Type); t != "read" && t != "delete" {
+			return e.admitGrowth(ctx)
+		}
+	}
+	return nil
 }
 
 func (e *Engine) batchOp(tx kv.Tx, s *scope, pk lethe.PartitionKey, op BatchOp, patch *Patch) (BatchResult, error) {
@@ -220,6 +234,13 @@ type BulkOp struct {
 func (e *Engine) ExecuteBulk(ctx context.Context, dbID, collID string, sc Scope, ops []BulkOp, continueOnError bool) ([]BatchResult, error) {
 	defer e.begin()()
 	if err := checkBatchSize(len(ops)); err != nil {
+		return nil, err
+	}
+	plain := make([]BatchOp, len(ops))
+	for i, op := range ops {
+		plain[i] = op.BatchOp
+	}
+	if err := e.admitBatch(ctx, plain); err != nil {
 		return nil, err
 	}
 	var inRange *docFilter

@@ -447,7 +447,8 @@ func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.
 	if err != nil {
 		return err
 	}
-	return e.store.Update(ctx, func(tx kv.Tx) error {
+	var added int64
+	err = e.store.Update(ctx, func(tx kv.Tx) error {
 		s, err := e.scope(tx, dbID, collID, now)
 		if err != nil {
 			return err
@@ -456,8 +457,13 @@ func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.
 		if err := fn(tx, s); err != nil {
 			return err
 		}
+		added = s.usage.total.bytes
 		return s.usage.apply(tx, s.rid)
 	})
+	if err == nil {
+		e.storage.wrote(added)
+	}
+	return err
 }
 
 // view runs fn in a read-only snapshot of the container at one instant.
@@ -489,6 +495,9 @@ func parseDocBody(body []byte) (*jsonv.Object, error) {
 // writeDocument runs one document write in a transaction at one instant and
 // shapes its result; create, upsert, replace and patch differ only in op.
 func (e *Engine) writeDocument(ctx context.Context, ref DocRef, op func(tx kv.Tx, s *scope) (*docRecord, bool, error)) (WriteResult, error) {
+	if err := e.admitGrowth(ctx); err != nil {
+		return WriteResult{}, err
+	}
 	var res WriteResult
 	err := e.update(ctx, ref.DB, ref.Coll, func(tx kv.Tx, s *scope) error {
 		rec, created, err := op(tx, s)

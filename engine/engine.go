@@ -75,6 +75,15 @@ type Options struct {
 	// a query is a 400 carrying the query plan, as in Cosmos DB, and SDKs with
 	// a pipeline (JavaScript, .NET, Java) run the plan one range at a time.
 	ServeAllCrossPartitionQueries bool
+	// SpaceLow, if set, reports whether the store's disk is nearly full
+	// (pebblekv.Store.SpaceLow): writes that add documents are then refused
+	// with Cosmos DB's 403 for an exhausted storage quota, while deletions
+	// and the purge, which free space, go on.
+	SpaceLow func() bool
+	// MaxStorage, if positive, caps the bytes of live documents across all
+	// containers: a write that adds documents beyond it is refused as for a
+	// full disk. Expired documents do not count, purged or not.
+	MaxStorage int64
 }
 
 // EnsureDefaults fills in the defaults of unset fields.
@@ -114,6 +123,11 @@ type Engine struct {
 
 	purger  *purger
 	budgets *budgets // RU buckets of containers with provisioned throughput
+	storage storageGate
+
+	// clockUnsaved is set while the clock's high-water mark cannot be
+	// persisted because the disk is full, so that it is logged once.
+	clockUnsaved atomic.Bool
 }
 
 // Open starts an engine over opts.Store, restoring the persisted clock high-water mark.
@@ -124,6 +138,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	opts.EnsureDefaults()
 	guard := acquireGuard(opts.Store)
 	e := &Engine{opts: opts, store: guard, guard: guard, log: opts.Logger, budgets: newBudgets()}
+	e.storage.spaceLow, e.storage.max = opts.SpaceLow, opts.MaxStorage
 	err := e.store.View(ctx, func(r kv.Reader) error {
 		v, err := r.Get(keyClock)
 		if errors.Is(err, kv.ErrNotFound) {
@@ -186,8 +201,22 @@ func (e *Engine) nowAt(ctx context.Context, at time.Time) (int64, error) {
 	err := e.store.Update(ctx, func(tx kv.Tx) error {
 		return tx.Put(keyClock, appendInt64(nil, wall))
 	})
+	if errors.Is(err, kv.ErrNoSpace) {
+		// A full disk must not stop reads, nor freeze expiry: go on with the
+		// wall clock in memory, and persist it once space returns. Only a
+		// crash before then, followed by the clock stepping back, could
+		// bring back what was reported expired meanwhile.
+		if !e.clockUnsaved.Swap(true) {
+			e.log.Warn("the disk is full: the server time is not persisted until space returns", "now", wall)
+		}
+		e.hwm.Store(wall)
+		return wall, nil
+	}
 	if err != nil {
 		return 0, fmt.Errorf("persist clock high-water mark: %w", err)
+	}
+	if e.clockUnsaved.Swap(false) {
+		e.log.Info("the server time is persisted again", "now", wall)
 	}
 	e.hwm.Store(wall)
 	return wall, nil

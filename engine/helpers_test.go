@@ -45,6 +45,8 @@ type testEngine struct {
 	t     *testing.T
 	clock *fakeClock
 	store kv.Store
+	// filled counts the documents fillUntilRefused created, by container.
+	filled map[string]int
 }
 
 func newTestEngine(t *testing.T) *testEngine {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -151,6 +152,10 @@ func (p *purger) run() {
 		switch {
 		case ctx.Err() != nil:
 			return
+		case errors.Is(err, kv.ErrNoSpace):
+			// The disk is full even for deletions: try again soon, since
+			// the purge is one of the things that free it.
+			backoff = interval
 		case err != nil:
 			p.e.log.Warn("purge pass", "err", err, "retry_in", backoff)
 			backoff = min(2*backoff, 30*time.Second)

@@ -194,8 +194,26 @@ type Usage struct {
 // not they have been physically deleted yet.
 func (e *Engine) ContainerUsage(ctx context.Context, dbID, collID string) (Usage, error) {
 	defer e.begin()()
+	return e.containerUsage(ctx, dbID, collID)
+}
+
+// containerUsage is ContainerUsage without marking a user operation.
+func (e *Engine) containerUsage(ctx context.Context, dbID, collID string) (Usage, error) {
+	now, err := e.now(ctx)
+	if err != nil {
+		return Usage{}, err
+	}
+	return e.containerUsageAt(ctx, dbID, collID, now)
+}
+
+// containerUsageAt is the container's usage at server time now.
+func (e *Engine) containerUsageAt(ctx context.Context, dbID, collID string, now int64) (Usage, error) {
 	var u Usage
-	err := e.view(ctx, dbID, collID, func(r kv.Reader, s *scope) error {
+	err := e.store.View(ctx, func(r kv.Reader) error {
+		s, err := e.scope(r, dbID, collID, now)
+		if err != nil {
+			return err
+		}
 		total, err := readTally(r, collKey(pfxUsage, s.rid))
 		if err != nil {
 			return fmt.Errorf("read usage: %w", err)

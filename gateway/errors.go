@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/engine"
 	"github.com/lethe-db/lethe/ru"
 )
 
@@ -42,10 +43,13 @@ func statusFor(err error) int {
 // writeError writes err as a Cosmos error: the mapped status and a JSON body
 // {"code","message"}. Internal errors are logged and shown as "Internal error.".
 func (s *Server) writeError(w http.ResponseWriter, rq *request, err error) {
+	orig := err
+	err = engine.Translate(err)
 	code := lethe.ErrorCode(err)
 	status := statusFor(err)
-	if code == lethe.CodeInternal {
-		s.log.Error("request failed", "method", rq.r.Method, "path", rq.r.URL.Path, "activity", rq.activity, "err", err)
+	if code == lethe.CodeInternal || code == lethe.CodeServiceUnavailable && err != orig {
+		// The client sees only the code; the operator needs the cause.
+		s.log.Error("request failed", "method", rq.r.Method, "path", rq.r.URL.Path, "activity", rq.activity, "err", orig)
 	}
 	h := w.Header()
 	if rq.charge <= 0 {

@@ -105,3 +105,7 @@ func (s *Server) ServeTLS(ln net.Listener, cert tls.Certificate) error {
 // Shutdown stops accepting connections and waits for in-flight requests to
 // finish, or for ctx to end.
 func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }
+
+// Close closes the listeners and every connection at once, abandoning the
+// requests in flight: for a shutdown whose time is up.
+func (s *Server) Close() error { return s.http.Close() }

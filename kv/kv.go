@@ -41,6 +41,13 @@ var (
 	ErrClosed = errors.New("kv: store closed")
 	// ErrReadOnly is returned by writes attempted through a read-only transaction.
 	ErrReadOnly = errors.New("kv: read-only transaction")
+	// ErrNoSpace is returned by Update when the store refuses writes because
+	// it cannot make them durable: its disk is full. Nothing was written;
+	// reads go on, and writes are accepted again once space returns.
+	ErrNoSpace = errors.New("kv: out of storage space")
+	// ErrIO means the storage failed a read (an I/O error, a corrupt block):
+	// that request fails, the store goes on.
+	ErrIO = errors.New("kv: storage I/O error")
 )
 
 // Store is a transactional ordered key-value store.

@@ -50,6 +50,9 @@ type Options struct {
 	// DiskBytes reports the space the store's files take. Nil means no such
 	// series.
 	DiskBytes func() uint64
+	// Storage reports the disk and the storage limits (lethe_disk_*,
+	// lethe_storage_*, lethe_writes_refused*). Nil means no such series.
+	Storage func() Storage
 }
 
 // Metrics is one server's set of metrics and the registry that exports them.
@@ -85,6 +88,9 @@ func New(opts Options) *Metrics {
 	m := &Metrics{reg: reg, req: newRequestMetrics(reg)}
 	if opts.TTL != nil {
 		reg.MustRegister(newTTLCollector(opts.TTL, opts.TTLTimeout, opts.Logger))
+	}
+	if opts.Storage != nil {
+		reg.MustRegister(newStorageCollector(opts.Storage))
 	}
 	for _, f := range sourcedSeries(opts) {
 		if f.value == nil {

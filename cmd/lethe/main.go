@@ -202,6 +202,10 @@ type config struct {
 	// parsed by validate.
 	purgeTargetAge, purgeMaxShare string
 	purge                         purgectl.Settings
+	// Storage limits and disk handling, as given and as parsed by validate.
+	maxStorage, diskReserve, slowDisk, shutdownTimeout string
+	maxStorageBytes, diskReserveBytes                  int64
+	slowDiskThreshold, shutdownWait                    time.Duration
 }
 
 // parseServeFlags parses serve's flags over the LETHE_* environment. On -h or
@@ -227,6 +231,10 @@ func parseServeFlags(args []string, help io.Writer) (*config, error) {
 	fs.BoolVar(&c.noPurge, "disable-purger", envBool("LETHE_DISABLE_PURGER"), "never physically delete expired documents (they stay invisible to clients): for tests of TTL semantics (LETHE_DISABLE_PURGER)")
 	fs.StringVar(&c.purgeTargetAge, "purge-target-age", env("LETHE_PURGE_TARGET_AGE", purgectl.DefaultTargetAge.String()), "while users are active, the purge takes more of the CPU as its oldest pending expiry ages, up to --purge-max-share at this age: the longest expired documents should wait on disk under a load that never stops (LETHE_PURGE_TARGET_AGE)")
 	fs.StringVar(&c.purgeMaxShare, "purge-max-share", env("LETHE_PURGE_MAX_SHARE", strconv.FormatFloat(purgectl.DefaultMaxShare, 'g', -1, 64)), "the most of one core the purge takes while users are active, between 0.06 and 1 (LETHE_PURGE_MAX_SHARE)")
+	fs.StringVar(&c.maxStorage, "max-storage", env("LETHE_MAX_STORAGE", "0"), "storage quota on live documents, like 10GiB or 500MB: above it, writes that add documents are refused with Cosmos DB's 403 for an exhausted quota; expired documents do not count; 0 for none (LETHE_MAX_STORAGE)")
+	fs.StringVar(&c.diskReserve, "disk-reserve", env("LETHE_DISK_RESERVE", "auto"), "free space kept on the data directory's filesystem for deletes, the TTL purge and the store's own work: below half of it, writes that add data are refused; the other half is held in a ballast file released when the disk fills. auto: 5% of the filesystem, 16MiB to 1GiB; off: no guard (LETHE_DISK_RESERVE)")
+	fs.StringVar(&c.slowDisk, "slow-disk-threshold", env("LETHE_SLOW_DISK_THRESHOLD", pebblekv.DefaultSlowDiskThreshold.String()), "a disk write or sync taking longer is logged and counted in lethe_disk_slow_operations_total (LETHE_SLOW_DISK_THRESHOLD)")
+	fs.StringVar(&c.shutdownTimeout, "shutdown-timeout", env("LETHE_SHUTDOWN_TIMEOUT", "30s"), "on SIGINT or SIGTERM, how long to finish in-flight requests and close the store before exiting regardless; a second signal exits at once (LETHE_SHUTDOWN_TIMEOUT)")
 	fs.BoolVar(&c.enforceRU, "enforce-default-throughput", envBool("LETHE_ENFORCE_DEFAULT_THROUGHPUT"), "throttle containers created without throughput at their default offer's 400 RU/s, as Cosmos DB does; off, like the emulator without /EnableRateLimiting (LETHE_ENFORCE_DEFAULT_THROUGHPUT)")
 	fs.StringVar(&c.logLevel, "log-level", env("LETHE_LOG_LEVEL", "info"), "debug, info, warn or error (LETHE_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("LETHE_LOG_FORMAT", "text"), "text or json (LETHE_LOG_FORMAT)")
@@ -307,6 +315,33 @@ func (c *config) validate() error {
 	} else {
 		c.purge.MaxShare = f
 	}
+	if n, err := parseSize(c.maxStorage); err != nil {
+		errs = append(errs, fmt.Errorf("--max-storage: %w", err))
+	} else {
+		c.maxStorageBytes = n
+	}
+	switch strings.ToLower(c.diskReserve) {
+	case "auto":
+		c.diskReserveBytes = 0
+	case "off", "0":
+		c.diskReserveBytes = -1
+	default:
+		if n, err := parseSize(c.diskReserve); err != nil {
+			errs = append(errs, fmt.Errorf("--disk-reserve: %w, auto or off", err))
+		} else {
+			c.diskReserveBytes = n
+		}
+	}
+	if d, err := time.ParseDuration(c.slowDisk); err != nil || d <= 0 {
+		errs = append(errs, fmt.Errorf("--slow-disk-threshold %q is not a positive duration (like 5s)", c.slowDisk))
+	} else {
+		c.slowDiskThreshold = d
+	}
+	if d, err := time.ParseDuration(c.shutdownTimeout); err != nil || d <= 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-timeout %q is not a positive duration (like 30s)", c.shutdownTimeout))
+	} else {
+		c.shutdownWait = d
+	}
 	if c.clock != clockWall && c.clock != clockManual {
 		errs = append(errs, fmt.Errorf("--clock %q is not wall or manual", c.clock))
 	}
@@ -380,22 +415,34 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	// that requests keep one per core.
 	users := &activity.Tracker{}
 	defer cpuprio.ExtraProcs(pebblekv.BackgroundJobs)()
-	store, err := pebblekv.Open(pebblekv.Options{Dir: c.dataDir, InMemory: c.inMemory, Logger: log, Foreground: users.Active})
+	store, err := pebblekv.Open(pebblekv.Options{Dir: c.dataDir, InMemory: c.inMemory, Logger: log, Foreground: users.Active,
+		Reserve: c.diskReserveBytes, SlowDiskThreshold: c.slowDiskThreshold})
 	if err != nil {
 		return err
 	}
-	defer func() {
+	// On the way out through an error, the store and the engine close here;
+	// a signal's shutdown closes them itself, within --shutdown-timeout.
+	var eng *engine.Engine
+	closeAll := func() {
+		if eng != nil {
+			eng.Close()
+		}
 		if err := store.Close(); err != nil {
 			log.Error("close store", "err", err)
 		}
+	}
+	shuttingDown := false
+	defer func() {
+		if !shuttingDown {
+			closeAll()
+		}
 	}()
 	now, manual := serverClock(c.clock)
-	eng, err := engine.Open(ctx, engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, PurgeControl: c.purge, EnforceDefaultThroughput: c.enforceRU, Activity: users, StoreBusy: store.Compacting,
-		ServeAllCrossPartitionQueries: c.allQueries})
+	eng, err = engine.Open(ctx, engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, PurgeControl: c.purge, EnforceDefaultThroughput: c.enforceRU, Activity: users, StoreBusy: store.Compacting,
+		ServeAllCrossPartitionQueries: c.allQueries, SpaceLow: store.SpaceLow, MaxStorage: c.maxStorageBytes})
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
 	if err := catchUpClock(ctx, manual, eng); err != nil {
 		return err
 	}
@@ -457,15 +504,49 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: finishing in-flight requests")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	shuttingDown = true
+	shutdown(srv, errc, closeAll, c.shutdownWait, log)
+	return nil
+}
+
+// shutdown stops the server within wait, whatever the store is doing: it
+// finishes in-flight requests, then closes the engine and the store. A store
+// stuck on its disk (a stalled sync, a write waiting for space) is left
+// behind when the time is up, or at a second signal: the process exits
+// without closing it, which loses nothing acknowledged, since every write a
+// client saw succeed is in the synced write-ahead log and is replayed at the
+// next start.
+func shutdown(srv *gateway.Server, errc <-chan error, closeAll func(), wait time.Duration, log *slog.Logger) {
+	log.Info("shutting down: finishing in-flight requests", "timeout", wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		log.Error("shutdown", "err", err)
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	go func() {
+		select {
+		case <-again:
+			log.Warn("second signal: exiting now")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Error("shutdown: requests still in flight", "err", err)
+		_ = srv.Close()
 	}
 	<-errc
-	log.Info("stopped")
-	return nil
+	closed := make(chan struct{})
+	go func() { // left running if the store never closes; the process exits
+		closeAll()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		log.Info("stopped")
+	case <-ctx.Done():
+		log.Error("the store did not close in time; exiting without closing it: every acknowledged write is in the synced write-ahead log and is recovered at the next start")
+	}
 }
 
 func dataDirLabel(c *config) string {

@@ -26,7 +26,26 @@ func newMetrics(c *config, eng *engine.Engine, store *pebblekv.Store, log *slog.
 		PurgeShare:     func() float64 { return eng.PurgeStats().Share },
 		PurgeBusy:      func() time.Duration { return eng.PurgeStats().Busy },
 		DiskBytes:      func() uint64 { return store.IOStats().DiskBytes },
+		Storage:        func() metrics.Storage { return storageFigures(eng, store) },
 	})
+}
+
+// storageFigures gathers the disk's and the storage limits' figures for a
+// scrape.
+func storageFigures(eng *engine.Engine, store *pebblekv.Store) metrics.Storage {
+	d := store.Disk()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e := eng.StorageStatus(ctx)
+	return metrics.Storage{
+		Guarded:       d.Guarded,
+		DiskFreeBytes: d.FreeBytes, DiskSizeBytes: d.TotalBytes, ReserveBytes: d.ReserveBytes, BallastBytes: d.BallastBytes,
+		DiskLow: d.Low, DiskFull: d.Exhausted,
+		QuotaBytes: e.QuotaBytes, UsedBytes: e.UsedBytes,
+		RefusedDiskLow: e.RefusedDisk, RefusedDiskFull: d.RefusedWrites, RefusedQuota: e.RefusedQuota,
+		NoSpaceErrors: d.NoSpaceErrors, WaitingWrites: d.WaitingWrites,
+		SlowOperations: d.SlowOperations, ReadErrors: d.ReadErrors, BackgroundErrors: d.BackgroundErrors,
+	}
 }
 
 // ttlSource adapts the engine's expiry backlog to the metrics package.

@@ -84,6 +84,19 @@ type Options struct {
 	// DefaultBackgroundWriteRate; negative means unlimited. Ignored without
 	// Foreground.
 	BackgroundWriteRate int64
+
+	// Reserve is how much free space the store keeps on its filesystem for
+	// the writes that free space (deletions, the TTL purge) and for its own
+	// flushes and compactions: below half of it the store reports itself low
+	// (SpaceLow), and the other half is held in a ballast file released when
+	// the disk fills (see space.go). Zero means DefaultReserve for the
+	// filesystem's size; negative turns the guard off. Ignored InMemory.
+	Reserve int64
+
+	// SlowDiskThreshold is how long a disk write or sync may take before it
+	// is logged and counted as slow (DiskStats.SlowOperations). Zero means
+	// DefaultSlowDiskThreshold.
+	SlowDiskThreshold time.Duration
 }
 
 // DefaultCacheSize is the block cache used when Options.CacheSize is zero:
@@ -125,9 +138,15 @@ type Store struct {
 	db       *pebble.DB
 	pace     *pacer // paces compactions for the foreground; nil if not
 	jobs     *jobCounter
-	fsCloser io.Closer // stops the disk-health checker; nil if none
-	durable  bool      // WAL enabled: committed Updates must be synced before returning
-	desc     string    // directory (or "memory") for error messages
+	fsCloser io.Closer   // stops the disk-health checker; nil if none
+	space    *spaceGuard // watches free space and keeps the ballast; nil if not
+	durable  bool        // WAL enabled: committed Updates must be synced before returning
+	desc     string      // directory (or "memory") for error messages
+
+	slowOps    atomic.Int64 // disk operations slower than SlowDiskThreshold
+	readErrors atomic.Int64 // reads the storage failed (kv.ErrIO)
+	bgErrors   atomic.Int64 // flushes and compactions that failed
+	refused    atomic.Int64 // Updates refused with kv.ErrNoSpace
 
 	// writeSem is the writer lock, a one-slot semaphore rather than a
 	// sync.Mutex so that a writer waiting for its turn can give up when its
@@ -180,10 +199,10 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
 	}
 	dir, desc := opts.Dir, opts.Dir
-	var fsCloser io.Closer
+	var base vfs.FS
 	switch {
 	case fs != nil:
-		po.FS = fs
+		base = fs
 	case opts.InMemory:
 		po.FS = vfs.NewMem()
 		po.DisableWAL = true
@@ -191,12 +210,29 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 	case dir == "":
 		return nil, errors.New("pebblekv: open: Options.Dir is empty and InMemory is false")
 	default:
+		base = vfs.Default
+	}
+	s := &Store{desc: desc, writeSem: make(chan struct{}, 1)}
+	if base != nil {
+		if err := base.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("pebblekv: open %s: %w", desc, err)
+		}
+		s.space = newSpaceGuard(base, dir, opts.Reserve, logger)
+		if s.space != nil {
+			base = spaceFS{FS: base, g: s.space}
+		}
 		// What Pebble does when Options.FS is nil, except that we own the
-		// closer: Pebble does not close its own wrapper when Open fails,
-		// leaking the wrapper's ticker goroutine.
-		po.FS, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, slowDiskThreshold, nil,
+		// closer (Pebble does not close its own wrapper when Open fails,
+		// leaking the wrapper's ticker goroutine), and slow operations are
+		// counted as well as logged.
+		threshold := opts.SlowDiskThreshold
+		if threshold <= 0 {
+			threshold = DefaultSlowDiskThreshold
+		}
+		po.FS, s.fsCloser = vfs.WithDiskHealthChecks(base, threshold, nil,
 			func(info vfs.DiskSlowInfo) {
 				logger.Warn("pebblekv: slow disk operation", "dir", desc, "op", info.String())
+				s.slowOps.Add(1) // after the log line, for whoever waits on the count
 			})
 	}
 	var pace *pacer
@@ -211,33 +247,51 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		pace = &pacer{foreground: opts.Foreground, writeRate: rate}
 		po.FS = pacedFS{FS: po.FS, p: pace}
 	}
-	jobs := &jobCounter{}
-	po.EventListener = jobs.listener()
+	s.jobs = &jobCounter{}
+	events := s.jobs.listener()
+	// Pebble's defaults log these, and exit the process on corruption; a
+	// corrupt block fails the reads that meet it, counted, and the store
+	// serves the rest.
+	events.BackgroundError = func(err error) {
+		s.bgErrors.Add(1)
+		logger.Error("pebblekv: background error", "dir", desc, "err", err)
+	}
+	events.DataCorruption = func(info pebble.DataCorruptionInfo) {
+		s.readErrors.Add(1)
+		logger.Error("pebblekv: corrupt data", "dir", desc, "info", info.String())
+	}
+	po.EventListener = events
+	if s.space != nil {
+		s.space.start()
+	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
-		if fsCloser != nil {
-			_ = fsCloser.Close()
-		}
+		s.stopWatchers()
 		return nil, fmt.Errorf("pebblekv: open %s: %w", desc, err)
 	}
 	if pace != nil {
 		l0 := func() int { return int(db.Metrics().Levels[0].Sublevels) }
 		pace.l0Sublevels.Store(&l0)
 	}
-	return &Store{
-		db:       db,
-		pace:     pace,
-		jobs:     jobs,
-		fsCloser: fsCloser,
-		durable:  !po.DisableWAL,
-		desc:     desc,
-		writeSem: make(chan struct{}, 1),
-	}, nil
+	s.db, s.pace, s.durable = db, pace, !po.DisableWAL
+	return s, nil
 }
 
-// slowDiskThreshold is how long a disk operation may take before it is
-// logged as slow (Pebble's default).
-const slowDiskThreshold = 5 * time.Second
+// stopWatchers stops the goroutines that watch the disk: the space guard's
+// poll loop and the disk-health checker.
+func (s *Store) stopWatchers() {
+	if s.space != nil {
+		s.space.close()
+	}
+	if s.fsCloser != nil {
+		_ = s.fsCloser.Close() // only stops a goroutine; cannot fail
+	}
+}
+
+// DefaultSlowDiskThreshold is how long a disk operation may take before it
+// is logged and counted as slow when Options.SlowDiskThreshold is zero
+// (Pebble's default).
+const DefaultSlowDiskThreshold = 5 * time.Second
 
 // enter registers a transaction so that Close waits for it. Every successful
 // enter must be paired with s.inflight.Done().
@@ -264,7 +318,7 @@ func (s *Store) View(ctx context.Context, fn func(kv.Reader) error) error {
 	}
 	defer s.inflight.Done()
 	snap := s.db.NewSnapshot()
-	r := &reader{state: txState{src: snap}}
+	r := &reader{state: txState{src: snap, readErrors: &s.readErrors}}
 	defer r.state.finish(snap.Close)
 	return fn(r)
 }
@@ -304,6 +358,10 @@ func (s *Store) update(ctx context.Context, fn func(kv.Tx) error, sync bool) err
 		return err
 	}
 	defer s.inflight.Done()
+	if s.space != nil && s.space.exhausted.Load() {
+		s.refused.Add(1)
+		return fmt.Errorf("pebblekv: write to %s: %w", s.desc, kv.ErrNoSpace)
+	}
 
 	select {
 	case s.writeSem <- struct{}{}:
@@ -340,7 +398,7 @@ func (s *Store) runUpdate(ctx context.Context, fn func(kv.Tx) error) (wrote bool
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	t := newTx(s.db)
+	t := newTx(s.db, &s.readErrors)
 	// Runs before the writer lock is released, also when fn panics, so the
 	// next writer never shares the batch and an uncommitted batch leaves no
 	// trace. Closing a committed batch only recycles it.
@@ -375,9 +433,7 @@ func (s *Store) Close() error {
 
 	s.inflight.Wait()
 	err := s.db.Close()
-	if s.fsCloser != nil {
-		_ = s.fsCloser.Close() // only stops a goroutine; cannot fail
-	}
+	s.stopWatchers()
 	if err != nil {
 		return fmt.Errorf("pebblekv: close %s: %w", s.desc, err)
 	}
@@ -520,3 +576,33 @@ func (s *Store) Settle(ctx context.Context) error {
 // settleQuiet is how long Settle waits for no background work: Pebble starts
 // the compactions a flush makes due within milliseconds of it.
 const settleQuiet = 500 * time.Millisecond
+
+// SpaceLow reports whether the store's disk is nearly full, so that writes
+// which add data should be refused while deletions, which free space, go on
+// (see Options.Reserve). Always false for a store that does not watch its
+// disk.
+func (s *Store) SpaceLow() bool {
+	return s.space != nil && (s.space.low.Load() || s.space.exhausted.Load())
+}
+
+// DiskStats are the store's disk figures, for metrics and operators.
+type DiskStats struct {
+	SpaceStats
+	// SlowOperations is how many disk writes and syncs took longer than
+	// Options.SlowDiskThreshold since the store opened.
+	SlowOperations int64
+	// ReadErrors is how many reads the storage failed (kv.ErrIO), or found
+	// corrupt data.
+	ReadErrors int64
+	// BackgroundErrors is how many flushes and compactions failed (Pebble
+	// retries them).
+	BackgroundErrors int64
+	// RefusedWrites is how many Updates were refused with kv.ErrNoSpace.
+	RefusedWrites int64
+}
+
+// Disk returns the store's disk figures.
+func (s *Store) Disk() DiskStats {
+	return DiskStats{SpaceStats: s.space.stats(), SlowOperations: s.slowOps.Load(),
+		ReadErrors: s.readErrors.Load(), BackgroundErrors: s.bgErrors.Load(), RefusedWrites: s.refused.Load()}
+}

@@ -32,9 +32,21 @@ type source interface {
 type txState struct {
 	src  source
 	done atomic.Bool
+	// readErrors, if set, counts reads the storage failed (the store's
+	// counter).
+	readErrors *atomic.Int64
 
 	mu    sync.Mutex
 	iters map[*iterator]struct{}
+}
+
+// readFailed wraps a read's storage error as kv.ErrIO and counts it: a
+// failed read of a file (EIO) or a corrupt block, never a missing key.
+func (st *txState) readFailed(op string, err error) error {
+	if st != nil && st.readErrors != nil {
+		st.readErrors.Add(1)
+	}
+	return fmt.Errorf("pebblekv: %s: %w: %w", op, kv.ErrIO, err)
 }
 
 // finish ends the transaction: it closes leaked iterators, then releases the
@@ -70,7 +82,7 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 		return nil, kv.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pebblekv: get: %w", err)
+		return nil, r.state.readFailed("get", err)
 	}
 	out := make([]byte, len(v)) // non-nil even for an empty value
 	copy(out, v)
@@ -108,7 +120,7 @@ func (r *reader) Scan(start, end []byte, reverse bool) kv.Iterator {
 	}
 	pit, err := st.src.NewIter(opts)
 	if err != nil {
-		return &iterator{err: fmt.Errorf("pebblekv: scan: %w", err), exhausted: true}
+		return &iterator{err: st.readFailed("scan", err), exhausted: true}
 	}
 	it := &iterator{owner: st, it: pit, reverse: reverse}
 	if st.iters == nil {
@@ -157,8 +169,8 @@ const (
 )
 
 // newTx starts a transaction on db. The caller must hold the writer lock.
-func newTx(db *pebble.DB) *tx {
-	return &tx{reader: reader{state: txState{src: db}}, db: db, batch: db.NewBatch()}
+func newTx(db *pebble.DB, readErrors *atomic.Int64) *tx {
+	return &tx{reader: reader{state: txState{src: db, readErrors: readErrors}}, db: db, batch: db.NewBatch()}
 }
 
 // close releases the transaction's batch: after a commit it is only recycled.
@@ -371,7 +383,7 @@ func (i *iterator) Next() bool {
 	}
 	if !ok {
 		if err := i.it.Error(); err != nil {
-			i.err = fmt.Errorf("pebblekv: scan: %w", err)
+			i.err = i.owner.readFailed("scan", err)
 		}
 		i.exhausted = true
 		i.key, i.value = nil, nil
@@ -379,7 +391,7 @@ func (i *iterator) Next() bool {
 	}
 	v, err := i.it.ValueAndErr()
 	if err != nil {
-		i.err = fmt.Errorf("pebblekv: scan: %w", err)
+		i.err = i.owner.readFailed("scan", err)
 		i.exhausted = true
 		i.key, i.value = nil, nil
 		return false
@@ -423,7 +435,7 @@ func (i *iterator) closeInternal(cause error) {
 	err := i.it.Close()
 	i.it = nil
 	if i.err == nil && err != nil {
-		i.err = fmt.Errorf("pebblekv: scan: %w", err)
+		i.err = i.owner.readFailed("scan", err)
 	}
 	if i.err == nil && cause != nil && !i.exhausted {
 		i.err = cause
