@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -115,6 +116,11 @@ func startServer(t testing.TB, o serverOpts) *server {
 	}
 	if o.TLS {
 		args = append(args, "--tls")
+	}
+	if !o.InMemory && !slices.Contains(o.Args, "--disk-reserve") {
+		// Dozens of servers run at once: on a large disk each would hold a
+		// 512 MiB ballast (half of the default 1 GiB reserve).
+		args = append(args, "--disk-reserve", "32MiB")
 	}
 	args = append(args, o.Args...)
 	cmd := exec.Command(letheBin, args...)

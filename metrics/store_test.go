@@ -72,3 +72,35 @@ func TestPurgeAndDiskSeries(t *testing.T) {
 		}
 	}
 }
+
+// TestStorageSeries: the disk and storage-limit series follow their source
+// at each scrape; the disk's are left out when the store does not watch it.
+func TestStorageSeries(t *testing.T) {
+	st := Storage{Guarded: true, DiskFreeBytes: 100, DiskSizeBytes: 1000, ReserveBytes: 64, BallastBytes: 32,
+		DiskLow: true, QuotaBytes: 500, UsedBytes: 500, RefusedDiskLow: 3, RefusedDiskFull: 2, RefusedQuota: 1,
+		NoSpaceErrors: 4, WaitingWrites: 1, SlowOperations: 5, ReadErrors: 6, BackgroundErrors: 7}
+	m := New(Options{Storage: func() Storage { return st }})
+	body := scrapeText(m)
+	for _, want := range []string{
+		"lethe_disk_free_bytes 100\n", "lethe_disk_size_bytes 1000\n", "lethe_disk_reserve_bytes 64\n", "lethe_disk_ballast_bytes 32\n",
+		"lethe_storage_quota_bytes 500\n", "lethe_storage_used_bytes 500\n",
+		`lethe_writes_refused{reason="disk_low"} 1` + "\n", `lethe_writes_refused{reason="disk_full"} 0` + "\n", `lethe_writes_refused{reason="quota"} 1` + "\n",
+		`lethe_writes_refused_total{reason="disk_low"} 3` + "\n", `lethe_writes_refused_total{reason="disk_full"} 2` + "\n", `lethe_writes_refused_total{reason="quota"} 1` + "\n",
+		"lethe_disk_no_space_errors_total 4\n", "lethe_disk_waiting_writes 1\n", "lethe_disk_slow_operations_total 5\n",
+		"lethe_store_read_errors_total 6\n", "lethe_store_background_errors_total 7\n",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("scrape lacks %q:\n%s", want, body)
+		}
+	}
+	st = Storage{QuotaBytes: 0} // in memory, no quota
+	body = scrapeText(m)
+	for _, absent := range []string{"lethe_disk_free_bytes", "lethe_storage_used_bytes", "lethe_disk_ballast_bytes"} {
+		if strings.Contains(body, absent) {
+			t.Errorf("%s exported for an unwatched disk or without a quota", absent)
+		}
+	}
+	if !strings.Contains(body, `lethe_writes_refused{reason="quota"} 0`) {
+		t.Error("the refusal gauges did not follow their source")
+	}
+}

@@ -415,7 +415,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	// that requests keep one per core.
 	users := &activity.Tracker{}
 	defer cpuprio.ExtraProcs(pebblekv.BackgroundJobs)()
-	store, err := pebblekv.Open(pebblekv.Options{Dir: c.dataDir, InMemory: c.inMemory, Logger: log, Foreground: users.Active,
+	store, err := openStore(ctx, pebblekv.Options{Dir: c.dataDir, InMemory: c.inMemory, Logger: log, Foreground: users.Active,
 		Reserve: c.diskReserveBytes, SlowDiskThreshold: c.slowDiskThreshold})
 	if err != nil {
 		return err
@@ -509,6 +509,12 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// stoppable is the HTTP side of the server, as shutdown stops it.
+type stoppable interface {
+	Shutdown(ctx context.Context) error
+	Close() error
+}
+
 // shutdown stops the server within wait, whatever the store is doing: it
 // finishes in-flight requests, then closes the engine and the store. A store
 // stuck on its disk (a stalled sync, a write waiting for space) is left
@@ -516,7 +522,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 // without closing it, which loses nothing acknowledged, since every write a
 // client saw succeed is in the synced write-ahead log and is replayed at the
 // next start.
-func shutdown(srv *gateway.Server, errc <-chan error, closeAll func(), wait time.Duration, log *slog.Logger) {
+func shutdown(srv stoppable, errc <-chan error, closeAll func(), wait time.Duration, log *slog.Logger) {
 	log.Info("shutting down: finishing in-flight requests", "timeout", wait)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -546,6 +552,27 @@ func shutdown(srv *gateway.Server, errc <-chan error, closeAll func(), wait time
 		log.Info("stopped")
 	case <-ctx.Done():
 		log.Error("the store did not close in time; exiting without closing it: every acknowledged write is in the synced write-ahead log and is recovered at the next start")
+	}
+}
+
+// openStore opens the store, giving up when ctx ends first (a signal): opening
+// replays the write-ahead log, which a failing disk can stall, and a server
+// asked to stop must stop. The abandoned open holds nothing acknowledged.
+func openStore(ctx context.Context, opts pebblekv.Options) (*pebblekv.Store, error) {
+	type opened struct {
+		s   *pebblekv.Store
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() { // left running if ctx ends first; the process then exits
+		s, err := pebblekv.Open(opts)
+		done <- opened{s, err}
+	}()
+	select {
+	case o := <-done:
+		return o.s, o.err
+	case <-ctx.Done():
+		return nil, errors.New("stopped by a signal while opening the store")
 	}
 }
 

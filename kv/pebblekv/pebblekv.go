@@ -75,7 +75,7 @@ type Options struct {
 	// CacheSize is how many bytes of sstable blocks Pebble's block cache may
 	// hold. Zero means DefaultCacheSize. Pebble also reserves the memtables'
 	// memory in the block cache, so the cache is created larger by
-	// memTableReservation; CacheSize is what remains for blocks.
+	// memTablesCharged memtables; CacheSize is what remains for blocks.
 	CacheSize int64
 
 	// BackgroundWriteRate is how many bytes a second compactions may write
@@ -97,6 +97,10 @@ type Options struct {
 	// is logged and counted as slow (DiskStats.SlowOperations). Zero means
 	// DefaultSlowDiskThreshold.
 	SlowDiskThreshold time.Duration
+
+	// tweak, if set, changes the Pebble options last: for tests that need
+	// Pebble to behave in a way no option offers (no automatic compactions).
+	tweak func(*pebble.Options)
 }
 
 // DefaultCacheSize is the block cache used when Options.CacheSize is zero:
@@ -116,12 +120,12 @@ const DefaultCacheSize = 2 << 20
 // 155 MiB.
 const DefaultMemTableSize = 32 << 20
 
-// memTableReservation is what the memtables take out of the block cache:
-// Pebble charges every memtable's arena to the cache, and after the first
-// flush two are always charged (one taking writes, the other being flushed or
-// kept for reuse). Without adding it, a cache no larger than two memtables
-// holds no block at all, and every read decodes its block again.
-const memTableReservation = 2 * DefaultMemTableSize
+// memTablesCharged is how many memtables' sizes the block cache is made
+// larger by: Pebble charges every memtable's arena to the cache, and after
+// the first flush two are always charged (one taking writes, the other being
+// flushed or kept for reuse). Without them, a cache no larger than two
+// memtables holds no block at all, and every read decodes its block again.
+const memTablesCharged = 2
 
 // bloomBitsPerKey sizes the bloom filter written into every sstable: 10 bits
 // a key give about a 1% false-positive rate. A point read then skips the
@@ -142,6 +146,16 @@ type Store struct {
 	space    *spaceGuard // watches free space and keeps the ballast; nil if not
 	durable  bool        // WAL enabled: committed Updates must be synced before returning
 	desc     string      // directory (or "memory") for error messages
+	dir      string
+	log      *slog.Logger
+
+	// options builds the Pebble options for (re)opening the database.
+	options func(readOnly bool) *pebble.Options
+	// readOnly is set while the database is open read-only, after a start
+	// on a full disk; rwStop and rwDone stop the goroutine that reopens it
+	// for writing (nil when it never ran).
+	readOnly       atomic.Bool
+	rwStop, rwDone chan struct{}
 
 	slowOps    atomic.Int64 // disk operations slower than SlowDiskThreshold
 	readErrors atomic.Int64 // reads the storage failed (kv.ErrIO)
@@ -183,36 +197,20 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	po := &pebble.Options{
-		Logger: pebbleLogger{logger: logger},
-		// Lethe has no stores written by older Pebble versions, so new stores
-		// start at the newest stable on-disk format.
-		FormatMajorVersion: pebble.FormatNewest,
-	}
-	po.MemTableSize = DefaultMemTableSize
-	blocks := int64(DefaultCacheSize)
-	if opts.CacheSize > 0 {
-		blocks = opts.CacheSize
-	}
-	po.CacheSize = blocks + memTableReservation
-	for i := range po.Levels {
-		po.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
-	}
 	dir, desc := opts.Dir, opts.Dir
-	var base vfs.FS
+	var base, pfs vfs.FS
 	switch {
 	case fs != nil:
 		base = fs
 	case opts.InMemory:
-		po.FS = vfs.NewMem()
-		po.DisableWAL = true
+		pfs = vfs.NewMem()
 		dir, desc = "", "memory"
 	case dir == "":
 		return nil, errors.New("pebblekv: open: Options.Dir is empty and InMemory is false")
 	default:
 		base = vfs.Default
 	}
-	s := &Store{desc: desc, writeSem: make(chan struct{}, 1)}
+	s := &Store{desc: desc, dir: dir, log: logger, writeSem: make(chan struct{}, 1)}
 	if base != nil {
 		if err := base.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("pebblekv: open %s: %w", desc, err)
@@ -229,13 +227,12 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		if threshold <= 0 {
 			threshold = DefaultSlowDiskThreshold
 		}
-		po.FS, s.fsCloser = vfs.WithDiskHealthChecks(base, threshold, nil,
+		pfs, s.fsCloser = vfs.WithDiskHealthChecks(base, threshold, nil,
 			func(info vfs.DiskSlowInfo) {
 				logger.Warn("pebblekv: slow disk operation", "dir", desc, "op", info.String())
 				s.slowOps.Add(1) // after the log line, for whoever waits on the count
 			})
 	}
-	var pace *pacer
 	if opts.Foreground != nil {
 		rate := opts.BackgroundWriteRate
 		switch {
@@ -244,37 +241,161 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		case rate < 0:
 			rate = 0 // unlimited
 		}
-		pace = &pacer{foreground: opts.Foreground, writeRate: rate}
-		po.FS = pacedFS{FS: po.FS, p: pace}
+		s.pace = &pacer{foreground: opts.Foreground, writeRate: rate}
+		pfs = pacedFS{FS: pfs, p: s.pace}
 	}
 	s.jobs = &jobCounter{}
+	memTable := int64(DefaultMemTableSize)
+	if s.space != nil {
+		memTable = memTableFor(s.space.total.Load())
+	}
+	s.options = func(readOnly bool) *pebble.Options {
+		return s.pebbleOptions(opts, pfs, memTable, readOnly)
+	}
+	if s.space != nil {
+		s.space.start()
+	}
+	// On a disk too full even for the files opening writes (a new
+	// write-ahead log, a MANIFEST), open read-only: reads are served, writes
+	// refused, and the store reopens for writing once space returns.
+	readOnly := s.space != nil && s.space.exhausted.Load()
+	db, err := pebble.Open(dir, s.options(readOnly))
+	if err != nil {
+		s.stopWatchers()
+		return nil, fmt.Errorf("pebblekv: open %s: %w", desc, err)
+	}
+	s.setDB(db, readOnly)
+	s.durable = !opts.InMemory
+	if readOnly {
+		logger.Error("pebblekv: the disk is full: opened read-only; writes are refused until space returns", "dir", desc, "free_bytes", s.space.free.Load())
+		s.rwStop, s.rwDone = make(chan struct{}), make(chan struct{})
+		go s.reopenWhenSpace()
+	}
+	return s, nil
+}
+
+// memTableFor sizes the memtables for a filesystem of totalBytes: each
+// memtable's write-ahead log takes about its size on disk, so a small
+// filesystem gets smaller ones (a sixteenth of it, at least 1 MiB).
+func memTableFor(totalBytes int64) int64 {
+	return min(DefaultMemTableSize, max(totalBytes/16, 1<<20))
+}
+
+// pebbleOptions returns a fresh set of Pebble options (Pebble keeps and
+// changes the ones it is opened with, so each Open gets its own).
+func (s *Store) pebbleOptions(opts Options, fs vfs.FS, memTable int64, readOnly bool) *pebble.Options {
+	po := &pebble.Options{
+		Logger: pebbleLogger{logger: s.log},
+		// Lethe has no stores written by older Pebble versions, so new stores
+		// start at the newest stable on-disk format.
+		FormatMajorVersion: pebble.FormatNewest,
+		FS:                 fs,
+		ReadOnly:           readOnly,
+		DisableWAL:         opts.InMemory,
+	}
+	po.MemTableSize = uint64(memTable)
+	blocks := int64(DefaultCacheSize)
+	if opts.CacheSize > 0 {
+		blocks = opts.CacheSize
+	}
+	po.CacheSize = blocks + memTablesCharged*memTable
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
+	}
 	events := s.jobs.listener()
 	// Pebble's defaults log these, and exit the process on corruption; a
 	// corrupt block fails the reads that meet it, counted, and the store
 	// serves the rest.
 	events.BackgroundError = func(err error) {
 		s.bgErrors.Add(1)
-		logger.Error("pebblekv: background error", "dir", desc, "err", err)
+		s.log.Error("pebblekv: background error", "dir", s.desc, "err", err)
 	}
 	events.DataCorruption = func(info pebble.DataCorruptionInfo) {
 		s.readErrors.Add(1)
-		logger.Error("pebblekv: corrupt data", "dir", desc, "info", info.String())
+		s.log.Error("pebblekv: corrupt data", "dir", s.desc, "info", info.String())
 	}
 	po.EventListener = events
-	if s.space != nil {
-		s.space.start()
+	if opts.tweak != nil {
+		opts.tweak(po)
 	}
-	db, err := pebble.Open(dir, po)
-	if err != nil {
-		s.stopWatchers()
-		return nil, fmt.Errorf("pebblekv: open %s: %w", desc, err)
-	}
-	if pace != nil {
+	return po
+}
+
+// setDB installs db as the store's database. The caller holds closeMu for
+// writing, or the store is not yet shared.
+func (s *Store) setDB(db *pebble.DB, readOnly bool) {
+	s.db = db
+	s.readOnly.Store(readOnly)
+	if s.pace != nil {
 		l0 := func() int { return int(db.Metrics().Levels[0].Sublevels) }
-		pace.l0Sublevels.Store(&l0)
+		s.pace.l0Sublevels.Store(&l0)
 	}
-	s.db, s.pace, s.durable = db, pace, !po.DisableWAL
-	return s, nil
+}
+
+// reopenWhenSpace is the goroutine of a store opened read-only on a full
+// disk: once the guard sees room for small writes again, it reopens the
+// database for writing. Close stops it.
+func (s *Store) reopenWhenSpace() {
+	defer close(s.rwDone)
+	t := time.NewTicker(spacePollShort)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.rwStop:
+			return
+		case <-t.C:
+		}
+		if s.space.exhausted.Load() || s.space.free.Load() < 2*exhaustedFloor {
+			continue
+		}
+		switch err := s.reopenWritable(); {
+		case err == nil:
+			s.log.Info("pebblekv: disk space returned: reopened for writing", "dir", s.desc, "free_bytes", s.space.free.Load())
+			return
+		case errors.Is(err, kv.ErrClosed):
+			return
+		default:
+			s.log.Warn("pebblekv: reopen for writing", "dir", s.desc, "err", err)
+		}
+	}
+}
+
+// reopenWritable closes the read-only database and opens it for writing,
+// while no transaction runs; if that fails, it opens it read-only again.
+func (s *Store) reopenWritable() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	s.inflight.Wait() // enter blocks meanwhile, on closeMu
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close read-only: %w", err)
+	}
+	db, err := pebble.Open(s.dir, s.options(false))
+	if err == nil {
+		s.setDB(db, false)
+		return nil
+	}
+	ro, rerr := pebble.Open(s.dir, s.options(true))
+	if rerr != nil {
+		// Neither: every call fails from now on, as after Close.
+		s.closed = true
+		s.closing.Store(true)
+		return fmt.Errorf("open for writing: %w; and read-only again: %w", err, rerr)
+	}
+	s.setDB(ro, true)
+	return fmt.Errorf("open for writing: %w", err)
+}
+
+// stopReopen stops the goroutine waiting to reopen a read-only store for
+// writing, if it runs.
+func (s *Store) stopReopen() {
+	if s.rwStop != nil {
+		close(s.rwStop)
+		<-s.rwDone
+		s.rwStop = nil
+	}
 }
 
 // stopWatchers stops the goroutines that watch the disk: the space guard's
@@ -358,7 +479,7 @@ func (s *Store) update(ctx context.Context, fn func(kv.Tx) error, sync bool) err
 		return err
 	}
 	defer s.inflight.Done()
-	if s.space != nil && s.space.exhausted.Load() {
+	if s.readOnly.Load() || s.space != nil && s.space.exhausted.Load() {
 		s.refused.Add(1)
 		return fmt.Errorf("pebblekv: write to %s: %w", s.desc, kv.ErrNoSpace)
 	}
@@ -432,6 +553,7 @@ func (s *Store) Close() error {
 	s.closeMu.Unlock()
 
 	s.inflight.Wait()
+	s.stopReopen()
 	err := s.db.Close()
 	s.stopWatchers()
 	if err != nil {

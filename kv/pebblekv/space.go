@@ -18,14 +18,15 @@ import (
 // on), and a failed compaction is retried at once, forever. So the store
 // never lets ENOSPC reach Pebble:
 //
-//   - A space guard polls the filesystem's free space. Below half the reserve
-//     (Options.Reserve) the store reports itself low ([Store.SpaceLow]): the
-//     engine refuses writes that add data, while deletions and the TTL purge,
-//     which free space, go on.
-//   - The other half of the reserve is held in a ballast file in the store's
-//     directory. When free space falls below a quarter of the reserve, or any
-//     write meets ENOSPC, the ballast is removed, so that deletions, the purge,
-//     flushes and compactions have room to finish.
+//   - A space guard polls the filesystem's free space. Half the reserve
+//     (Options.Reserve) is held in a ballast file in the store's directory;
+//     when free space falls below the other half, the store reports itself
+//     low ([Store.SpaceLow]): the engine refuses writes that add data, while
+//     deletions and the TTL purge, which free space, go on.
+//   - When free space falls below a quarter of the reserve, or any write
+//     meets ENOSPC, the ballast is removed, so that deletions, the purge,
+//     flushes and compactions have room to finish. Its space stays reserved
+//     for them: without the ballast the store is low below the whole reserve.
 //   - A write that meets ENOSPC all the same (another process filled the disk
 //     between two polls, or a compaction needed more than the reserve) is not
 //     failed: spaceFS releases the ballast and retries it, and otherwise
@@ -88,7 +89,7 @@ type SpaceStats struct {
 	// file holds now (0 once released).
 	ReserveBytes, BallastBytes int64
 	// Low means writes that add data should be refused: free space is below
-	// half the reserve.
+	// the reserve less the ballast held.
 	Low bool
 	// Exhausted means every write is refused (kv.ErrNoSpace): free space is
 	// below exhaustedFloor, or a write is waiting for space.
@@ -131,7 +132,7 @@ func newSpaceGuard(fs vfs.FS, dir string, reserve int64, log *slog.Logger) *spac
 	}
 	du, err := fs.GetDiskUsage(dir)
 	if err != nil {
-		log.Info("pebblekv: free space is not watched: the filesystem does not report it", "dir", dir, "err", err)
+		log.Info("pebblekv: free space is not watched: the filesystem does not report it", "dir", dir, "err", err.Error())
 		return nil
 	}
 	if reserve == 0 {
@@ -205,9 +206,12 @@ func decideBallast(free, reserve, ballast int64, waiting bool) ballastAction {
 }
 
 // spaceState says which writes the free space allows: low refuses writes that
-// add data, exhausted every write.
-func spaceState(free, reserve int64, waiting bool) (low, exhausted bool) {
-	return free < reserve/2, waiting || free < exhaustedFloor
+// add data, exhausted every write. The reserve is the ballast held plus the
+// free space below which the store is low, so a released ballast's space
+// stays reserved: it is for deletions, the purge and the store's own work,
+// never for more data.
+func spaceState(free, reserve, ballast int64, waiting bool) (low, exhausted bool) {
+	return free < reserve-ballast, waiting || free < exhaustedFloor
 }
 
 // poll reads the free space, releases the ballast or (if mayCreate)
@@ -217,7 +221,7 @@ func (g *spaceGuard) poll(mayCreate bool) {
 	defer g.mu.Unlock()
 	du, err := g.fs.GetDiskUsage(g.dir)
 	if err != nil {
-		g.log.Warn("pebblekv: read free space", "dir", g.dir, "err", err)
+		g.log.Warn("pebblekv: read free space", "dir", g.dir, "err", err.Error())
 		return
 	}
 	switch decideBallast(int64(du.AvailBytes), g.reserve, g.ballastHeld, g.waiting.Load() > 0) {
@@ -234,14 +238,14 @@ func (g *spaceGuard) poll(mayCreate bool) {
 		du, err = g.fs.GetDiskUsage(g.dir)
 	}
 	if err != nil {
-		g.log.Warn("pebblekv: read free space", "dir", g.dir, "err", err)
+		g.log.Warn("pebblekv: read free space", "dir", g.dir, "err", err.Error())
 		return
 	}
 	free := int64(du.AvailBytes)
 	g.free.Store(free)
 	g.total.Store(int64(du.TotalBytes))
 	wasLow, wasExhausted := g.low.Load(), g.exhausted.Load()
-	low, exhausted := spaceState(free, g.reserve, g.waiting.Load() > 0)
+	low, exhausted := spaceState(free, g.reserve, g.ballastHeld, g.waiting.Load() > 0)
 	g.low.Store(low)
 	g.exhausted.Store(exhausted)
 	switch {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
@@ -40,18 +41,20 @@ func TestDecideBallast(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		free           int64
+		free, ballast  int64
 		waiting        bool
 		low, exhausted bool
 	}{
-		{r, false, false, false},
-		{r/2 - 1, false, true, false},
-		{exhaustedFloor - 1, false, true, true},
-		{r, true, false, true},
+		{r / 2, r / 2, false, false, false},
+		{r/2 - 1, r / 2, false, true, false},
+		{r - 1, 0, false, true, false}, // a released ballast's space stays reserved
+		{r, 0, false, false, false},
+		{exhaustedFloor - 1, r / 2, false, true, true},
+		{r, r / 2, true, false, true},
 	} {
-		low, exhausted := spaceState(c.free, r, c.waiting)
+		low, exhausted := spaceState(c.free, r, c.ballast, c.waiting)
 		if low != c.low || exhausted != c.exhausted {
-			t.Errorf("spaceState(%d, %d, %v) = %v, %v; want %v, %v", c.free, r, c.waiting, low, exhausted, c.low, c.exhausted)
+			t.Errorf("spaceState(%d, %d, %d, %v) = %v, %v; want %v, %v", c.free, r, c.ballast, c.waiting, low, exhausted, c.low, c.exhausted)
 		}
 	}
 	if got := DefaultReserve(40 << 20); got != 16<<20 {
@@ -329,7 +332,10 @@ func TestNoSpaceInFlushAndCompaction(t *testing.T) {
 	mem := vfs.NewCrashableMem()
 	setFree(mem, 1<<30)
 	setFree(mem, 90<<20) // as in TestNoSpaceInWAL: no ballast
-	f := openFaulty(t, mem, Options{Reserve: 64 << 20})
+	// Only the compaction the test asks for, none started by Pebble before
+	// the fault is on.
+	noAuto := func(o *pebble.Options) { o.DisableAutomaticCompactions = true }
+	f := openFaulty(t, mem, Options{Reserve: 64 << 20, tweak: noAuto})
 
 	var acked []string
 	put := func(prefix string) {
@@ -439,4 +445,44 @@ func TestStalledSync(t *testing.T) {
 		t.Errorf("the slow sync was not logged:\n%s", f.logs.String())
 	}
 	checkAcked(t, mem, []string{"before", "stalled"})
+}
+
+// TestStartOnFullDisk: a store opened on a disk too full for the files that
+// opening writes comes up read-only: it serves reads and refuses writes, and
+// reopens for writing by itself once space returns.
+func TestStartOnFullDisk(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	setFree(mem, 1<<30)
+	f := openFaulty(t, mem, Options{Reserve: -1})
+	for _, k := range []string{"a", "b"} {
+		if err := putErr2(f.Store, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+
+	setFree(mem, exhaustedFloor/2)
+	f = openFaulty(t, mem, Options{Reserve: 16 << 20})
+	if !f.readOnly.Load() {
+		t.Fatal("opened for writing on a full disk")
+	}
+	checkValue(t, f.Store, "a", "a")
+	if err := putErr2(f.Store, "refused"); !errors.Is(err, kv.ErrNoSpace) {
+		t.Fatalf("a write on a store opened read-only: %v, want kv.ErrNoSpace", err)
+	}
+	if d := f.Disk(); !d.Exhausted || d.RefusedWrites != 1 {
+		t.Errorf("disk stats on a full disk: %+v", d)
+	}
+
+	setFree(mem, 1<<30)
+	waitFor(t, "the store reopens for writing", func() bool { return !f.readOnly.Load() })
+	if err := putErr2(f.Store, "c"); err != nil {
+		t.Fatalf("a write once space returned: %v", err)
+	}
+	checkValue(t, f.Store, "b", "b")
+	if !strings.Contains(f.logs.String(), "reopened for writing") {
+		t.Errorf("the reopening was not logged:\n%s", f.logs.String())
+	}
+	noPebbleErrors(t, f)
+	checkAcked(t, mem, []string{"a", "b", "c"})
 }

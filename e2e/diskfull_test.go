@@ -1,0 +1,216 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+)
+
+// mountTmpfs mounts a tmpfs of size bytes on a fresh directory, unmounted
+// when the test ends (after the servers it holds have stopped, since cleanups
+// run last first), or skips the test where mounting is not possible.
+func mountTmpfs(t *testing.T, size int64) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a full disk end to end needs a small filesystem: mounting a tmpfs needs root (covered without one by kv/pebblekv's fault-injection tests)")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v: %s): the full-disk test needs one", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// resizeTmpfs grows or shrinks the tmpfs mounted on dir.
+func resizeTmpfs(t *testing.T, dir string, size int64) {
+	t.Helper()
+	if out, err := exec.Command("mount", "-o", fmt.Sprintf("remount,size=%d", size), dir).CombinedOutput(); err != nil {
+		t.Fatalf("resize the tmpfs: %v: %s", err, out)
+	}
+}
+
+// isStorageQuota403 reports whether err is Cosmos DB's answer to an
+// exhausted storage quota.
+func isStorageQuota403(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == 403 && strings.Contains(err.Error(), "Storage quota for 'Document' exceeded.")
+}
+
+// waitMetric waits until the server's metric with labels has value want.
+func waitMetric(t *testing.T, s *server, name string, labels map[string]string, want float64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, ok := seriesValue(scrape(t, s), name, labels)
+		if ok && v == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s%v is %v (present: %v), want %v\n%s", name, labels, v, ok, want, s.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestDiskFull fills a 40 MB filesystem through the Go SDK, as an operator
+// might by accident: the server refuses further creates with the 403 of an
+// exhausted storage quota and keeps serving reads, queries, deletes and
+// metrics; the filesystem grows and creates succeed again without a restart.
+// Then, stopped and started again on a disk filled to the last byte by
+// something else, it comes up read-only, serves reads, refuses writes, and
+// takes them again once the space is given back. Nothing acknowledged is
+// lost at any point.
+func TestDiskFull(t *testing.T) {
+	const size = 40 << 20
+	mnt := mountTmpfs(t, size)
+	dataDir := filepath.Join(mnt, "data")
+	s := startServer(t, serverOpts{DataDir: dataDir, Args: []string{"--disk-reserve", "auto"}})
+	cc := mustContainer(t, mustDatabase(t, s.client(t), "db"), azcosmos.ContainerProperties{
+		ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}})
+	// 4 KB of random text each, which compression cannot shrink.
+	rng := rand.New(rand.NewPCG(1, 2))
+	raw := make([]byte, 3072)
+	pk := azcosmos.NewPartitionKeyString("p")
+	var acked []string
+	create := func(id string) error {
+		for i := range raw {
+			raw[i] = byte(rng.Uint32())
+		}
+		pad := base64.StdEncoding.EncodeToString(raw)
+		_, err := cc.CreateItem(ctx, pk, []byte(fmt.Sprintf(`{"id":%q,"pk":"p","pad":%q}`, id, pad)), nil)
+		return err
+	}
+	var refusal error
+	for i := 0; i < 20000 && refusal == nil; i++ {
+		id := fmt.Sprintf("d%05d", i)
+		if err := create(id); err != nil {
+			refusal = err
+			break
+		}
+		acked = append(acked, id)
+	}
+	if !isStorageQuota403(refusal) {
+		t.Fatalf("after %d creates of 4 KB on a 40 MB filesystem: %v, want the 403 of an exhausted storage quota\n%s", len(acked), refusal, s.stderr)
+	}
+	t.Logf("%d documents of 4 KB acknowledged before the disk filled", len(acked))
+	fams := scrape(t, s)
+	if v, _ := seriesValue(fams, "lethe_writes_refused", map[string]string{"reason": "disk_low"}); v != 1 {
+		t.Errorf("lethe_writes_refused{reason=disk_low} = %v while refusing", v)
+	}
+	free, _ := seriesValue(fams, "lethe_disk_free_bytes", nil)
+	reserve, _ := seriesValue(fams, "lethe_disk_reserve_bytes", nil)
+	if reserve != 16<<20 || free >= reserve {
+		t.Errorf("lethe_disk_free_bytes %v, lethe_disk_reserve_bytes %v: want the default reserve of a 40 MB filesystem (16 MiB), and less free while refusing", free, reserve)
+	}
+
+	// Reads, queries and deletes go on.
+	if _, err := cc.ReadItem(ctx, pk, acked[len(acked)/2], nil); err != nil {
+		t.Errorf("read on a full disk: %v", err)
+	}
+	if n := countItems(t, cc, "SELECT VALUE COUNT(1) FROM c"); n != len(acked) {
+		t.Errorf("count on a full disk: %d, want %d", n, len(acked))
+	}
+	if _, err := cc.DeleteItem(ctx, pk, acked[0], nil); err != nil {
+		t.Errorf("delete on a full disk: %v", err)
+	}
+	acked = acked[1:]
+
+	// More space: creates succeed again by themselves.
+	resizeTmpfs(t, mnt, 3*size)
+	waitMetric(t, s, "lethe_writes_refused", map[string]string{"reason": "disk_low"}, 0)
+	if err := create("after-growth"); err != nil {
+		t.Fatalf("a create after the filesystem grew: %v\n%s", err, s.stderr)
+	}
+	acked = append(acked, "after-growth")
+	if v, _ := seriesValue(scrape(t, s), "lethe_store_background_errors_total", nil); v != 0 {
+		t.Errorf("%v failed flushes or compactions: the store saw the full disk\n%s", v, s.stderr)
+	}
+
+	// Stop, fill the disk to the last byte from outside (the ballast gone
+	// too, as if the server had never had room for one), start again.
+	s.stop(t)
+	resizeTmpfs(t, mnt, size)
+	if err := os.Remove(filepath.Join(dataDir, "LETHE-BALLAST")); err != nil {
+		t.Fatalf("remove the ballast: %v", err)
+	}
+	filler := filepath.Join(mnt, "filler")
+	fill, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := make([]byte, 64<<10)
+	for {
+		if _, err := fill.Write(block); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling the disk: %v", err)
+			}
+			break
+		}
+	}
+	fill.Close()
+	s = startServer(t, serverOpts{DataDir: dataDir, Args: []string{"--disk-reserve", "auto"}})
+	cc, err = s.client(t).NewContainer("db", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{acked[0], acked[len(acked)-1]} {
+		if _, err := cc.ReadItem(ctx, pk, id, nil); err != nil {
+			t.Errorf("read %s after starting on a full disk: %v\n%s", id, err, s.stderr)
+		}
+	}
+	if err := create("refused"); !isStorageQuota403(err) {
+		t.Errorf("a create on a disk full from the start: %v, want the 403", err)
+	}
+	if _, err := cc.DeleteItem(ctx, pk, acked[0], nil); !isStorageQuota403(err) {
+		t.Errorf("a delete on a disk full to the last byte: %v, want the 403 (nothing can be written)", err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitMetric(t, s, "lethe_writes_refused", map[string]string{"reason": "disk_full"}, 0)
+	waitMetric(t, s, "lethe_writes_refused", map[string]string{"reason": "disk_low"}, 0)
+	if err := create("after-restart"); err != nil {
+		t.Fatalf("a create once space was given back: %v\n%s", err, s.stderr)
+	}
+	acked = append(acked, "after-restart")
+	if n := countItems(t, cc, "SELECT VALUE COUNT(1) FROM c"); n != len(acked) {
+		t.Errorf("%d documents at the end, want the %d acknowledged", n, len(acked))
+	}
+}
+
+// countItems runs a COUNT query in partition p and returns its value.
+func countItems(t *testing.T, cc *azcosmos.ContainerClient, query string) int {
+	t.Helper()
+	pager := cc.NewQueryItemsPager(query, azcosmos.NewPartitionKeyString("p"), nil)
+	total := 0
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		for _, it := range page.Items {
+			var n int
+			if _, err := fmt.Sscan(string(it), &n); err != nil {
+				t.Fatalf("%s: item %s", query, it)
+			}
+			total += n
+		}
+	}
+	return total
+}
