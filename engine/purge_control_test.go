@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,5 +101,35 @@ func TestPurgeBehindStopsWaitingForQuiet(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("behind, the purge still waits for the store's work to end")
+	}
+}
+
+// TestPurgeFullShareOnLowDisk: while the disk is nearly full, the purge takes
+// its largest share however recent the expired documents are: they are what
+// it can free, and writes that add data wait for it.
+func TestPurgeFullShareOnLowDisk(t *testing.T) {
+	users := &activity.Tracker{}
+	var low atomic.Bool
+	ctl := purgectl.Settings{TargetAge: 5 * time.Second, MaxShare: 0.5}
+	te := openTestEngine(t, newMemStore(t), Options{DisableBackground: true, Activity: users, PurgeControl: ctl, SpaceLow: low.Load})
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":-1`)
+	end := users.Begin()
+	defer end()
+	pass := func(prefix string, diskLow bool) PurgeStats {
+		t.Helper()
+		te.fill("c", prefix, 40, `,"ttl":10`)
+		te.clock.Advance(10 * time.Second) // just expired
+		low.Store(diskLow)                 // after the writes, which it would refuse
+		if purged, err := te.purge(ctx, true); err != nil || purged != 40 {
+			t.Fatalf("purged %d, %v; want 40", purged, err)
+		}
+		return te.PurgeStats()
+	}
+	if st := pass("a-", false); st.Share != purgectl.MinShare {
+		t.Fatalf("a backlog just expired, disk fine: share %v, want %v", st.Share, purgectl.MinShare)
+	}
+	if st := pass("b-", true); st.Share != 0.5 {
+		t.Errorf("a backlog just expired on a nearly full disk: share %v, want the maximum 0.5", st.Share)
 	}
 }

@@ -283,7 +283,14 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 					continue // no spare capacity: the next pass comes back
 				}
 			case yield:
-				share = e.opts.PurgeControl.Share(oldestOf(targets, e.purger))
+				age := oldestOf(targets, e.purger)
+				if low := e.opts.SpaceLow; low != nil && low() {
+					// The disk is nearly full and writes that add data are
+					// refused: expired documents are what the purge can
+					// free, so it takes its largest share at once.
+					age = math.MaxInt64
+				}
+				share = e.opts.PurgeControl.Share(age)
 				limit, paced = e.paceForUsers(ctx, share)
 				limit = min(limit, e.opts.PurgeBatch)
 				if !paced {
