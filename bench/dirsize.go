@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+
+	"github.com/lethe-db/lethe/kv/pebblekv"
 )
 
-// dirSize measures everything under dir: disk is its disk usage, bytes
-// (allocated blocks where the system reports them, as du counts: space a
-// store preallocates for its logs included), files the sum of the files'
-// sizes (what they hold). Files that vanish during the walk (a store deletes
-// obsolete files all the time) are skipped.
+// dirSize measures everything under dir but the store's ballast (space kept
+// free, not data): disk is its disk usage, bytes (allocated blocks where the
+// system reports them, as du counts: space a store preallocates for its logs
+// included), files the sum of the files' sizes (what they hold). Files that
+// vanish during the walk (a store deletes obsolete files all the time) are
+// skipped.
 func dirSize(dir string) (disk, files int64, err error) {
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -19,6 +22,9 @@ func dirSize(dir string) (disk, files int64, err error) {
 				return nil
 			}
 			return err
+		}
+		if d.Name() == pebblekv.BallastName {
+			return nil
 		}
 		info, err := d.Info()
 		if err != nil {

@@ -40,9 +40,10 @@ import (
 // Syncs are not retried: after a failed fsync the kernel may have dropped the
 // dirty pages, so a retry could report success for data that is lost.
 
-// ballastName is the ballast file's name in the store's directory. Pebble
-// ignores files whose names it does not recognise.
-const ballastName = "LETHE-BALLAST"
+// BallastName is the ballast file's name in the store's directory (Pebble
+// ignores files whose names it does not recognise). Tools that measure the
+// store's size leave it out: it is space kept free, not data.
+const BallastName = "LETHE-BALLAST"
 
 // Reserve defaults: 5% of the filesystem, between 16 MiB and 1 GiB.
 const (
@@ -148,7 +149,7 @@ func newSpaceGuard(fs vfs.FS, dir string, reserve int64, log *slog.Logger) *spac
 	return g
 }
 
-func (g *spaceGuard) ballastPath() string { return g.fs.PathJoin(g.dir, ballastName) }
+func (g *spaceGuard) ballastPath() string { return g.fs.PathJoin(g.dir, BallastName) }
 
 // start runs the poll loop until close.
 func (g *spaceGuard) start() {

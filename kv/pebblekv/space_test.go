@@ -272,7 +272,7 @@ func TestNoSpaceReleasesBallast(t *testing.T) {
 	if d.BallastBytes != 0 || d.NoSpaceErrors != 1 {
 		t.Errorf("after one ENOSPC: ballast %d, ENOSPC errors %d; want the ballast released, 1 error", d.BallastBytes, d.NoSpaceErrors)
 	}
-	if _, err := mem.Stat("/db/" + ballastName); err == nil {
+	if _, err := mem.Stat("/db/" + BallastName); err == nil {
 		t.Error("the ballast file is still there")
 	}
 	// With space plentiful, the guard recreates it.
