@@ -40,7 +40,7 @@ func storageFigures(eng *engine.Engine, store *pebblekv.Store) metrics.Storage {
 	return metrics.Storage{
 		Guarded:       d.Guarded,
 		DiskFreeBytes: d.FreeBytes, DiskSizeBytes: d.TotalBytes, ReserveBytes: d.ReserveBytes, BallastBytes: d.BallastBytes,
-		DiskLow: d.Low, DiskFull: d.Exhausted,
+		DiskLow: d.Low, DiskFull: d.Exhausted || d.ReadOnly,
 		QuotaBytes: e.QuotaBytes, UsedBytes: e.UsedBytes,
 		RefusedDiskLow: e.RefusedDisk, RefusedDiskFull: d.RefusedWrites, RefusedQuota: e.RefusedQuota,
 		NoSpaceErrors: d.NoSpaceErrors, WaitingWrites: d.WaitingWrites,

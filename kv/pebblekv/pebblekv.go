@@ -704,12 +704,15 @@ const settleQuiet = 500 * time.Millisecond
 // (see Options.Reserve). Always false for a store that does not watch its
 // disk.
 func (s *Store) SpaceLow() bool {
-	return s.space != nil && (s.space.low.Load() || s.space.exhausted.Load())
+	return s.space != nil && (s.space.low.Load() || s.space.exhausted.Load()) || s.readOnly.Load()
 }
 
 // DiskStats are the store's disk figures, for metrics and operators.
 type DiskStats struct {
 	SpaceStats
+	// ReadOnly is set while the store, opened on a full disk, waits for
+	// space to reopen for writing: every write is refused.
+	ReadOnly bool
 	// SlowOperations is how many disk writes and syncs took longer than
 	// Options.SlowDiskThreshold since the store opened.
 	SlowOperations int64
@@ -725,6 +728,6 @@ type DiskStats struct {
 
 // Disk returns the store's disk figures.
 func (s *Store) Disk() DiskStats {
-	return DiskStats{SpaceStats: s.space.stats(), SlowOperations: s.slowOps.Load(),
+	return DiskStats{SpaceStats: s.space.stats(), ReadOnly: s.readOnly.Load(), SlowOperations: s.slowOps.Load(),
 		ReadErrors: s.readErrors.Load(), BackgroundErrors: s.bgErrors.Load(), RefusedWrites: s.refused.Load()}
 }

@@ -470,12 +470,12 @@ func TestStartOnFullDisk(t *testing.T) {
 	if err := putErr2(f.Store, "refused"); !errors.Is(err, kv.ErrNoSpace) {
 		t.Fatalf("a write on a store opened read-only: %v, want kv.ErrNoSpace", err)
 	}
-	if d := f.Disk(); !d.Exhausted || d.RefusedWrites != 1 {
+	if d := f.Disk(); !d.Exhausted || !d.ReadOnly || !f.SpaceLow() || d.RefusedWrites != 1 {
 		t.Errorf("disk stats on a full disk: %+v", d)
 	}
 
 	setFree(mem, 1<<30)
-	waitFor(t, "the store reopens for writing", func() bool { return !f.readOnly.Load() })
+	waitFor(t, "the store reopens for writing", func() bool { return !f.Disk().ReadOnly })
 	if err := putErr2(f.Store, "c"); err != nil {
 		t.Fatalf("a write once space returned: %v", err)
 	}
