@@ -70,7 +70,7 @@ func checkContainer(r kv.Reader, l *layout, building bool) []error {
 			continue
 		}
 		// The manifest must list exactly the entries the body and the policy call for.
-		manifest, err := manifestFor(l, rec.seq, o)
+		manifest, err := manifestFor(l, &rec, o)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("document %x: %w", suffix, err))
 			continue
@@ -95,7 +95,7 @@ func checkContainer(r kv.Reader, l *layout, building bool) []error {
 	if err := it.Close(); err != nil {
 		return append(errs, err)
 	}
-	for _, pfx := range []byte{pfxOrder, pfxByTS, pfxByExpiry, pfxUnique, pfxIndex} {
+	for _, pfx := range []byte{pfxOrder, pfxByTS, pfxByExpiry, pfxUnique, pfxIndex, pfxFeed} {
 		p := collKey(pfx, coll)
 		it := r.Scan(p, kv.PrefixEnd(p), false)
 		for it.Next() {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/changefeed"
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/ru"
@@ -45,6 +46,11 @@ type scope struct {
 	// rangeID is the partition key range of the document a point operation
 	// or batch addresses (set when its partition key is known).
 	rangeID string
+	// The change feed second of the transaction's writes (fixed at its
+	// first write), and the order key of its last write.
+	feedSecond int64
+	feedSet    bool
+	lastFeed   changefeed.Key
 }
 
 // writeCharge is the charge of the write just made, of a document of n bytes;
@@ -198,7 +204,7 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 	if v, ok := o.Get("ttl"); ok {
 		rawTTL = jsonv.Marshal(v)
 	}
-	rec := &docRecord{ts: s.now, seq: seq, own: ttl.Classify(rawTTL), lsn: lsn, json: jsonv.Marshal(o)}
+	rec := &docRecord{ts: s.now, seq: seq, own: ttl.Classify(rawTTL), lsn: lsn, feed: e.feedKey(s, lsn), json: jsonv.Marshal(o)}
 	if len(rec.json) > maxDocBytes {
 		return nil, lethe.Errorf(lethe.CodeEntityTooLarge, "Request size is too large: the document is %d bytes; the limit is %d.", len(rec.json), maxDocBytes)
 	}
@@ -215,7 +221,7 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 			}
 		}
 	}
-	manifest, err := manifestFor(s.l, seq, o)
+	manifest, err := manifestFor(s.l, rec, o)
 	if err != nil {
 		return nil, err
 	}
@@ -448,6 +454,7 @@ func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.
 		return err
 	}
 	var added int64
+	var lastFeed changefeed.Key
 	err = e.store.Update(ctx, func(tx kv.Tx) error {
 		s, err := e.scope(tx, dbID, collID, now)
 		if err != nil {
@@ -457,11 +464,19 @@ func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.
 		if err := fn(tx, s); err != nil {
 			return err
 		}
-		added = s.usage.total.bytes
+		added, lastFeed = s.usage.total.bytes, s.lastFeed
+		if s.feedSet {
+			// The last order key given out, restored at Open, so that
+			// keys keep growing across restarts.
+			if err := tx.Put(keyFeedMark, s.lastFeed.Append(nil)); err != nil {
+				return err
+			}
+		}
 		return s.usage.apply(tx, s.rid)
 	})
 	if err == nil {
 		e.storage.wrote(added)
+		e.feedDurable(lastFeed)
 	}
 	return err
 }

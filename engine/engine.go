@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/lethe-db/lethe/activity"
+	"github.com/lethe-db/lethe/changefeed"
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/purgectl"
@@ -125,6 +126,12 @@ type Engine struct {
 	budgets *budgets // RU buckets of containers with provisioned throughput
 	storage storageGate
 
+	// feedSecond is the second of the last change feed order key given to
+	// a write; durableFeed the last such key whose transaction has returned
+	// (nil before the first). See changefeed.go.
+	feedSecond  atomic.Int64
+	durableFeed atomic.Pointer[changefeed.Key]
+
 	// clockUnsaved is set while the clock's high-water mark cannot be
 	// persisted because the disk is full, so that it is logged once.
 	clockUnsaved atomic.Bool
@@ -150,7 +157,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		if len(v) == 8 {
 			e.hwm.Store(decodeInt64(v))
 		}
-		return nil
+		return e.loadFeedMark(r)
 	})
 	if err != nil {
 		releaseGuard(guard)
@@ -163,6 +170,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	// LSNs only need to grow; microseconds since the epoch keep them growing
 	// across restarts without persisting a counter.
 	e.lsn.Store(uint64(max(opts.Now().UnixMicro(), e.hwm.Load()*1e6)))
+	if mark := e.durableFeed.Load(); mark != nil && e.lsn.Load() < mark.Seq {
+		e.lsn.Store(mark.Seq) // change feed keys, whose Seq is an LSN, keep growing
+	}
 	e.purger = newPurger(e)
 	if !opts.DisableBackground {
 		e.purger.start()

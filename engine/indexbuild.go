@@ -128,7 +128,7 @@ func (s *scope) reindex(tx kv.Tx, suffix []byte, rec *docRecord) error {
 	if err != nil {
 		return err
 	}
-	manifest, err := manifestFor(s.l, rec.seq, o)
+	manifest, err := manifestFor(s.l, rec, o)
 	if err != nil {
 		return err
 	}

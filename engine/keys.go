@@ -22,6 +22,7 @@ const (
 	pfxMeta         = 'M'
 	pfxUsage        = 'K' // container usage tally
 	pfxExpiryBucket = 'H' // expiry tallies by second
+	pfxFeed         = 'F' // change feed, latest version: documents by the order key of their last write
 )
 
 // Tuple type tags, ordered as Cosmos DB orders types.
@@ -39,9 +40,10 @@ const (
 
 var (
 	keyClock    = []byte("Mclock")
+	keyFeedMark = []byte("Mfeed") // the last change feed order key given to a write
 	keyDBSeq    = []byte("Mdbseq")
 	keyCollSeq  = []byte("Mcollseq")
-	collPrefixs = []byte{pfxDoc, pfxOrder, pfxByTS, pfxByExpiry, pfxSeq, pfxUnique, pfxIndex, pfxUsage, pfxExpiryBucket}
+	collPrefixs = []byte{pfxDoc, pfxOrder, pfxByTS, pfxByExpiry, pfxSeq, pfxUnique, pfxIndex, pfxUsage, pfxExpiryBucket, pfxFeed}
 )
 
 func databaseKey(name string) []byte { return append([]byte{pfxDatabase}, name...) }

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/changefeed"
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/ttl"
@@ -17,40 +18,71 @@ import (
 // docRecord is a stored document: a fixed header (docs/format/keys.md) that lets
 // reads decide liveness and preconditions without parsing JSON, then the JSON.
 type docRecord struct {
-	ts   int64   // _ts, Unix seconds of the last write
-	seq  uint64  // position in insertion order
-	own  ttl.Own // the document's own ttl, as interpreted
-	lsn  uint64  // log sequence number of the last write
-	json []byte  // the document as served
+	ts  int64   // _ts, Unix seconds of the last write
+	seq uint64  // position in insertion order
+	own ttl.Own // the document's own ttl, as interpreted
+	lsn uint64  // log sequence number of the last write
+	// feed is the change feed order key of the last write; zero (Second
+	// 0, Writer 0) in records written before the feed existed (format 1).
+	feed changefeed.Key
+	json []byte // the document as served
 }
 
-const docHeaderLen = 34
+// Record formats: 1 without the feed key, 2 with it.
+const (
+	docHeaderLen   = 34
+	docHeaderLenV2 = docHeaderLen + feedKeyLen
+	feedKeyLen     = 20 // a write's order key: second, writer, seq
+)
+
+// hasFeed reports whether the version has a place in the change feed.
+func (r *docRecord) hasFeed() bool { return r.feed.Writer != changefeed.ExpiryWriter }
 
 var errCorruptRecord = errors.New("engine: corrupt document record")
 
 func (r *docRecord) encode() []byte {
-	b := make([]byte, 0, docHeaderLen+len(r.json))
-	b = append(b, 1)
+	b := make([]byte, 0, docHeaderLenV2+len(r.json))
+	version := byte(1)
+	if r.hasFeed() {
+		version = 2
+	}
+	b = append(b, version)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.ts))
 	b = binary.BigEndian.AppendUint64(b, r.seq)
 	b = append(b, byte(r.own.Kind))
 	b = binary.BigEndian.AppendUint64(b, uint64(r.own.Seconds))
 	b = binary.BigEndian.AppendUint64(b, r.lsn)
+	if r.hasFeed() {
+		b = r.feed.Append(b)
+	}
 	return append(b, r.json...)
 }
 
 // decodeDoc decodes a record; json aliases v.
 func decodeDoc(v []byte) (docRecord, error) {
-	if len(v) < docHeaderLen || v[0] != 1 {
+	header := docHeaderLen
+	switch {
+	case len(v) >= docHeaderLen && v[0] == 1:
+	case len(v) >= docHeaderLenV2 && v[0] == 2:
+		header = docHeaderLenV2
+	default:
 		return docRecord{}, fmt.Errorf("%w (%d bytes)", errCorruptRecord, len(v))
 	}
-	return docRecord{
+	r := docRecord{
 		ts:   int64(binary.BigEndian.Uint64(v[1:])),
 		seq:  binary.BigEndian.Uint64(v[9:]),
 		own:  ttl.Own{Kind: ttl.OwnKind(v[17]), Seconds: int64(binary.BigEndian.Uint64(v[18:]))},
 		lsn:  binary.BigEndian.Uint64(v[26:]),
-		json: v[docHeaderLen:],
-	}, nil
+		json: v[header:],
+	}
+	if header == docHeaderLenV2 {
+		k, err := changefeed.DecodeKey(v[docHeaderLen:docHeaderLenV2])
+		if err != nil || !(&docRecord{feed: k}).hasFeed() {
+			return docRecord{}, fmt.Errorf("%w: feed key", errCorruptRecord)
+		}
+		r.feed = k
+	}
+	return r, nil
 }
 
 func (r *docRecord) etag() string { return etagFor(r.lsn) }
@@ -93,10 +125,14 @@ func fixedKeys(l *layout, r *docRecord) [][]byte {
 }
 
 // manifestFor returns the secondary index and unique key entries of a document
-// version: what its insertion-order entry lists in its manifest, so that the
+// version, and its change feed entry: what its manifest lists, so that the
 // version can be removed without parsing its JSON.
-func manifestFor(l *layout, seq uint64, o *jsonv.Object) ([][]byte, error) {
+func manifestFor(l *layout, rec *docRecord, o *jsonv.Object) ([][]byte, error) {
+	seq := rec.seq
 	keys := indexEntries(nil, l, seq, o)
+	if rec.hasFeed() {
+		keys = append(keys, feedKey(l.rid, rec.feed))
+	}
 	uks, err := uniqueKeys(l, o)
 	if err != nil {
 		return nil, err
@@ -318,3 +354,9 @@ func ownedKeys(r kv.Reader, l *layout, rec *docRecord) ([][]byte, error) {
 // those in order, so it deletes documents without a single point read), else
 // the insertion-order entry (documents with ttl -1 are never purged).
 func manifestHolder(fixed [][]byte) []byte { return fixed[len(fixed)-1] }
+
+// feedKey returns the latest-version change feed entry of a version written
+// at order key k.
+func feedKey(coll [8]byte, k changefeed.Key) []byte {
+	return k.Append(collKey(pfxFeed, coll))
+}

@@ -165,7 +165,7 @@ func (s *Server) deleteDocument(w http.ResponseWriter, rq *request) {
 // readFeed serves GET .../docs: a page of the container's live documents.
 func (s *Server) readFeed(w http.ResponseWriter, rq *request) {
 	if aim := rq.header("A-IM"); aim != "" {
-		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "Lethe does not support the change feed (A-IM: %s) yet.", truncateInput(aim, 50)))
+		s.changeFeed(w, rq, aim)
 		return
 	}
 	pk, err := rq.partitionKey()
@@ -189,6 +189,60 @@ func (s *Server) readFeed(w http.ResponseWriter, rq *request) {
 	s.sessionFor(rq, page.ContainerRID, page.RangeIDs...)
 	if page.Continuation != "" {
 		w.Header().Set("x-ms-continuation", page.Continuation)
+	}
+	rq.writeFeed(w, page.ContainerRID, "Documents", page.Docs)
+}
+
+// changeFeed serves GET .../docs with an A-IM header: the change feed
+// (docs/changefeed.md). The SDKs spell the mode's name in either case.
+func (s *Server) changeFeed(w http.ResponseWriter, rq *request, aim string) {
+	switch strings.ToLower(strings.TrimSpace(aim)) {
+	case "incremental feed":
+	case "full-fidelity feed":
+		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "Lethe does not support the all versions and deletes change feed (A-IM: Full-Fidelity Feed) yet."))
+		return
+	default:
+		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "The A-IM header %q is not a change feed mode: use 'Incremental feed'.", truncateInput(aim, 50)))
+		return
+	}
+	opts := engine.ChangeFeedOptions{Scope: rq.rangeScope()}
+	var err error
+	if opts.PK, err = rq.partitionKey(); err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	if opts.MaxItems, err = rq.maxItemCount(); err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	// The continuation wins over a start time: the JavaScript SDK sends
+	// If-Modified-Since with every page.
+	switch inm := rq.header("If-None-Match"); {
+	case inm == "*":
+		opts.Start = engine.FromNow
+	case inm != "":
+		opts.Continuation = inm
+	case rq.header("If-Modified-Since") != "":
+		t, ok := parseRequestDate(rq.header("If-Modified-Since"))
+		if !ok {
+			s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "The If-Modified-Since header %q is not an RFC 1123 date (like 'Mon, 02 Jan 2006 15:04:05 GMT').", truncateInput(rq.header("If-Modified-Since"), 100)))
+			return
+		}
+		opts.Start, opts.Since = engine.FromTime, t
+	}
+	page, err := s.opts.Engine.ReadChangeFeed(rq.r.Context(), rq.segs[1], rq.segs[3], opts)
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	rq.charge = page.Charge
+	s.sessionFor(rq, page.ContainerRID, page.RangeIDs...)
+	// The etag is the next read's position, on a 304 too: the JavaScript
+	// SDK keeps its continuation from it.
+	w.Header().Set("etag", page.ETag)
+	if len(page.Docs) == 0 {
+		s.writeError(w, rq, &lethe.Error{Code: lethe.CodeNotModified})
+		return
 	}
 	rq.writeFeed(w, page.ContainerRID, "Documents", page.Docs)
 }

@@ -45,6 +45,9 @@ func operationOf(method string, segs []string, h http.Header) metrics.Operation 
 			if method == http.MethodPost {
 				return postDocumentsOperation(h)
 			}
+			if method == http.MethodGet && h.Get("A-IM") != "" {
+				return metrics.OpChangeFeed
+			}
 			return pick(method, metrics.OpReadFeed, 0, 0, 0, 0)
 		case n == 6:
 			return pick(method, metrics.OpReadDocument, 0, metrics.OpReplaceDocument, metrics.OpPatchDocument, metrics.OpDeleteDocument)

@@ -34,6 +34,7 @@ func TestOperationOf(t *testing.T) {
 		{"GET", "/dbs/d/colls/c/pkranges", nil, metrics.OpReadPartitionKeyRanges},
 		{"POST", "/dbs/d/colls/c/pkranges", nil, metrics.OpUnknown},
 		{"GET", "/dbs/d/colls/c/docs", nil, metrics.OpReadFeed},
+		{"GET", "/dbs/d/colls/c/docs", map[string]string{"A-IM": "Incremental feed"}, metrics.OpChangeFeed},
 		{"POST", "/dbs/d/colls/c/docs", nil, metrics.OpCreateDocument},
 		{"POST", "/dbs/d/colls/c/docs", map[string]string{"x-ms-documentdb-is-upsert": "True"}, metrics.OpUpsertDocument},
 		{"POST", "/dbs/d/colls/c/docs", map[string]string{"x-ms-documentdb-is-upsert": "false"}, metrics.OpCreateDocument},

@@ -33,6 +33,7 @@ const (
 	OpQueryDocuments
 	OpQueryPlan
 	OpReadFeed
+	OpChangeFeed
 	OpListOffers
 	OpQueryOffers
 	OpReadOffer
@@ -66,6 +67,7 @@ var operationNames = [numOperations]string{
 	OpQueryDocuments:         "QueryDocuments",
 	OpQueryPlan:              "QueryPlan",
 	OpReadFeed:               "ReadFeed",
+	OpChangeFeed:             "ChangeFeed",
 	OpListOffers:             "ListOffers",
 	OpQueryOffers:            "QueryOffers",
 	OpReadOffer:              "ReadOffer",

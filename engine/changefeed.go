@@ -1,0 +1,234 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/changefeed"
+	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/ru"
+)
+
+// The change feed, latest-version mode (docs/changefeed.md). Every write
+// puts its document under F <collRid> <order key>, listed in the version's
+// manifest so that whatever removes the version (a replace, a delete, the
+// purge) removes the entry; a read scans F from a position up to the durable
+// watermark and serves each document's current version if it is still live.
+
+// feedKey returns the change feed order key of a write with lsn in the
+// transaction of scope s. Its second is the transaction's, raised to the
+// last key's when an earlier-started transaction committed first, so that
+// keys grow in commit order: the store runs these transactions one at a time
+// (kv.Exclusive), and lsn grows with them.
+func (e *Engine) feedKey(s *scope, lsn uint64) changefeed.Key {
+	if !s.feedSet {
+		s.feedSecond = max(s.now, e.feedSecond.Load())
+		e.feedSecond.Store(s.feedSecond)
+		s.feedSet = true
+	}
+	s.lastFeed = changefeed.Key{Second: s.feedSecond, Writer: changefeed.EmbeddedWriter, Seq: lsn}
+	return s.lastFeed
+}
+
+// feedDurable records that the writes up to order key k are durable: their
+// transaction's Update has returned, and the write-ahead log is synced in
+// commit order, so every earlier key is durable too.
+func (e *Engine) feedDurable(k changefeed.Key) {
+	if k.Writer == changefeed.ExpiryWriter {
+		return // the transaction wrote no document
+	}
+	for {
+		cur := e.durableFeed.Load()
+		if cur != nil && cur.Compare(k) >= 0 {
+			return
+		}
+		if e.durableFeed.CompareAndSwap(cur, &k) {
+			return
+		}
+	}
+}
+
+// feedWatermark is the highest position a change feed read may serve: the
+// last durable write (before any, the start of time).
+func (e *Engine) feedWatermark() changefeed.Key {
+	if d := e.durableFeed.Load(); d != nil {
+		return *d
+	}
+	return changefeed.SecondStart(math.MinInt64)
+}
+
+// loadFeedMark restores, at Open, the last order key given to a write
+// before the engine last stopped (keyFeedMark): every write on disk is
+// durable now, and later writes must sort after it.
+func (e *Engine) loadFeedMark(r kv.Reader) error {
+	v, err := r.Get(keyFeedMark)
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	k, err := changefeed.DecodeKey(v)
+	if err != nil {
+		return fmt.Errorf("change feed mark: %w", err)
+	}
+	e.feedSecond.Store(k.Second)
+	e.durableFeed.Store(&k) // Open keeps LSNs above its Seq
+	return nil
+}
+
+// ChangeFeedStart is where a change feed read starts when it has no
+// continuation.
+type ChangeFeedStart int
+
+// Starts of a change feed read.
+const (
+	// FromBeginning reads every live document.
+	FromBeginning ChangeFeedStart = iota
+	// FromNow reads only what changes after the read.
+	FromNow
+	// FromTime reads what changed at or after ChangeFeedOptions.Since.
+	FromTime
+)
+
+// ChangeFeedOptions are a change feed read's parameters.
+type ChangeFeedOptions struct {
+	// Start applies when Continuation is empty.
+	Start ChangeFeedStart
+	// Since is FromTime's instant (whole seconds count).
+	Since time.Time
+	// Continuation is the etag of an earlier response: the read resumes
+	// after it.
+	Continuation string
+	// PK confines the read to one partition key; nil for any.
+	PK lethe.PartitionKey
+	// Scope confines it to a partition key range or feed range.
+	Scope Scope
+	// MaxItems caps the page; 0 means the default.
+	MaxItems int
+}
+
+// ChangeFeedPage is one page of the change feed.
+type ChangeFeedPage struct {
+	// Docs are the changed documents' latest versions, each with _lsn.
+	Docs [][]byte
+	// ETag is the position after this page: the next read's continuation.
+	// With no Docs, nothing changed since the position (HTTP 304).
+	ETag string
+	// ContainerRID is the container's _rid.
+	ContainerRID string
+	// RangeIDs are the partition key ranges read.
+	RangeIDs []string
+	// Charge is the request's RU charge.
+	Charge float64
+}
+
+// ReadChangeFeed reads the latest-version change feed of a container: the
+// documents written after the position, in the order of their last write,
+// each once, as they are now (a document written again appears at its last
+// write; deleted and expired documents do not appear). Only durable writes
+// are served.
+func (e *Engine) ReadChangeFeed(ctx context.Context, dbID, collID string, opts ChangeFeedOptions) (ChangeFeedPage, error) {
+	defer e.begin()()
+	limit := opts.MaxItems
+	if limit <= 0 {
+		limit = defaultPage
+	}
+	limit = min(limit, maxPage)
+	var page ChangeFeedPage
+	// The watermark is read before the snapshot is taken: every write up to
+	// it has returned from its commit, so the snapshot holds it. (Read
+	// after, it could cover a write the snapshot missed, and the read would
+	// step over it.)
+	w := e.feedWatermark()
+	err := e.view(ctx, dbID, collID, func(r kv.Reader, s *scope) error {
+		page.ContainerRID = s.c.RID
+		var after changefeed.Key
+		switch {
+		case opts.Continuation != "":
+			k, err := changefeed.ParseToken(opts.Continuation)
+			if err != nil {
+				return lethe.Errorf(lethe.CodeBadRequest, "The continuation (If-None-Match) %q is not a change feed position of this server.", truncate(opts.Continuation, 100))
+			}
+			after = k
+		case opts.Start == FromNow:
+			after = w
+		case opts.Start == FromTime:
+			after = changefeed.SecondStart(opts.Since.Unix())
+		default:
+			after = changefeed.SecondStart(math.MinInt64)
+		}
+		filter, ranges, err := s.filter(opts.PK, false, opts.Scope)
+		if err != nil {
+			return err
+		}
+		page.RangeIDs = ranges
+		p := collKey(pfxFeed, s.rid)
+		start := kv.PrefixEnd(after.Append(append([]byte(nil), p...)))
+		if after.IsExpiry() && after.Doc == nil {
+			start = after.Append(append([]byte(nil), p...)) // a second's start: nothing of it read yet
+		}
+		end := kv.PrefixEnd(w.Append(append([]byte(nil), p...)))
+		it := r.Scan(start, end, false)
+		defer it.Close()
+		examined, loaded, bytesOut := 0, 0, 0
+		last, full := after, false
+		for it.Next() {
+			if len(page.Docs) >= limit || bytesOut >= maxPageBytes {
+				full = true
+				break
+			}
+			k, err := changefeed.DecodeKey(it.Key()[len(p):])
+			if err != nil {
+				return err
+			}
+			last = k
+			examined++
+			suffix := it.Value()
+			if !filter.match(suffix) {
+				continue
+			}
+			rec, err := lookup(r, s.rid, suffix)
+			if errors.Is(err, kv.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			loaded += len(rec.json)
+			if !s.live(rec) || rec.feed.Compare(k) != 0 {
+				continue // expired, or a later version comes later
+			}
+			page.Docs = append(page.Docs, withLSN(rec.json, rec.lsn))
+			bytesOut += len(rec.json)
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+		if !full && last.Compare(w) < 0 {
+			last = w // read to the watermark: resume there
+		}
+		page.ETag = last.Token()
+		page.Charge = ru.Feed(examined, loaded)
+		return nil
+	})
+	return page, err
+}
+
+// withLSN returns a copy of the document JSON with "_lsn" added, as the
+// change feed serves documents.
+func withLSN(doc []byte, lsn uint64) []byte {
+	out := make([]byte, 0, len(doc)+32)
+	out = append(out, doc[:len(doc)-1]...) // the closing brace
+	if len(doc) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"_lsn":`...)
+	out = strconv.AppendUint(out, lsn, 10)
+	return append(out, '}')
+}
