@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/changefeed"
+	"github.com/lethe-db/lethe/kv"
 )
 
 // feedIDs reads one change feed page and returns its documents' ids, after
@@ -132,5 +134,91 @@ func TestChangeFeedAfterPurge(t *testing.T) {
 	after, _ := te.feedIDs("c", ChangeFeedOptions{})
 	if !slices.Equal(before, []string{"keep"}) || !slices.Equal(after, before) {
 		t.Errorf("feed before the purge %v, after %v; want [keep] both times", before, after)
+	}
+}
+
+// downgradeToV1 rewrites every document of container coll as the engine
+// wrote them before the change feed existed (format 1, no feed entry) and
+// forgets the migration, as a store from that time would be.
+func (te *testEngine) downgradeToV1(coll string) {
+	te.t.Helper()
+	err := te.store.Update(ctx, func(tx kv.Tx) error {
+		var l *layout
+		r := tx.(kv.Reader)
+		_, c, err := getContainer(r, "db", coll)
+		if err != nil {
+			return err
+		}
+		l = c.layout()
+		p := collKey(pfxDoc, l.rid)
+		it := tx.Scan(p, kv.PrefixEnd(p), false)
+		type doc struct {
+			key []byte
+			rec docRecord
+		}
+		var docs []doc
+		for it.Next() {
+			rec, err := decodeDoc(it.Value())
+			if err != nil {
+				return err
+			}
+			rec.json = append([]byte(nil), rec.json...)
+			docs = append(docs, doc{append([]byte(nil), it.Key()...), rec})
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+		for _, d := range docs {
+			holder := manifestHolder(fixedKeys(l, &d.rec))
+			v, err := tx.Get(holder)
+			if err != nil {
+				return err
+			}
+			s, size, manifest, err := decodeOrderValue(v, &l.rid)
+			if err != nil {
+				return err
+			}
+			fk := feedKey(l.rid, d.rec.feed)
+			manifest = slices.DeleteFunc(manifest, func(k []byte) bool { return string(k) == string(fk) })
+			if err := tx.Put(holder, encodeOrderValue(s, size, manifest)); err != nil {
+				return err
+			}
+			if err := tx.Delete(fk); err != nil {
+				return err
+			}
+			d.rec.feed = changefeed.Key{}
+			if err := tx.Put(d.key, d.rec.encode()); err != nil {
+				return err
+			}
+		}
+		return tx.Delete(keyFeedMigrated)
+	})
+	if err != nil {
+		te.t.Fatal(err)
+	}
+}
+
+// TestChangeFeedMigratesOlderDocuments: documents written before the change
+// feed existed get their place in it at the next Open, in the order of their
+// last writes, and later writes come after them.
+func TestChangeFeedMigratesOlderDocuments(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", "")
+	te.fill("c", "old", 5, "")
+	te.downgradeToV1("c")
+	if ids, _ := te.feedIDs("c", ChangeFeedOptions{}); len(ids) != 0 {
+		t.Fatalf("format-1 documents in the feed before the migration: %v (the downgrade did nothing)", ids)
+	}
+	te.reopen()
+	if err := te.create("c", `{"id":"new","pk":"p"}`); err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := te.feedIDs("c", ChangeFeedOptions{})
+	if want := []string{"old0", "old1", "old2", "old3", "old4", "new"}; !slices.Equal(ids, want) {
+		t.Fatalf("after the migration: %v, want %v", ids, want)
+	}
+	if err := te.Check(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

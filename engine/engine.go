@@ -167,6 +167,10 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		releaseGuard(guard)
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	if err := e.migrateFeed(ctx); err != nil {
+		releaseGuard(guard)
+		return nil, fmt.Errorf("engine: change feed entries for older documents: %w", err)
+	}
 	// LSNs only need to grow; microseconds since the epoch keep them growing
 	// across restarts without persisting a counter.
 	e.lsn.Store(uint64(max(opts.Now().UnixMicro(), e.hwm.Load()*1e6)))
