@@ -98,6 +98,12 @@ type Options struct {
 	// DefaultSlowDiskThreshold.
 	SlowDiskThreshold time.Duration
 
+	// FS, if set, holds the store instead of the operating system's
+	// filesystem, with the write-ahead log and syncs as on disk: for tests
+	// that simulate a power loss (vfs.NewStrictMem drops what was not
+	// synced). Dir is then a path in FS.
+	FS vfs.FS
+
 	// tweak, if set, changes the Pebble options last: for tests that need
 	// Pebble to behave in a way no option offers (no automatic compactions).
 	tweak func(*pebble.Options)
@@ -185,7 +191,7 @@ var errClosed = fmt.Errorf("pebblekv: %w", kv.ErrClosed)
 
 // Open opens (creating if necessary) the store described by opts.
 func Open(opts Options) (*Store, error) {
-	return open(opts, nil)
+	return open(opts, opts.FS)
 }
 
 // open is Open with an optional file system override, used by tests to
