@@ -24,15 +24,34 @@ import (
 // transaction of scope s. Its second is the transaction's, raised to the
 // last key's when an earlier-started transaction committed first, so that
 // keys grow in commit order: the store runs these transactions one at a time
-// (kv.Exclusive), and lsn grows with them.
+// (kv.Exclusive), and lsn grows with them. A transaction whose second
+// reaches the persisted ceiling raises it (see update).
 func (e *Engine) feedKey(s *scope, lsn uint64) changefeed.Key {
 	if !s.feedSet {
 		s.feedSecond = max(s.now, e.feedSecond.Load())
 		e.feedSecond.Store(s.feedSecond)
 		s.feedSet = true
+		if s.feedSecond >= e.feedCeiling.Load() {
+			s.feedCeiling = s.feedSecond + 1
+		}
 	}
 	s.lastFeed = changefeed.Key{Second: s.feedSecond, Writer: changefeed.EmbeddedWriter, Seq: lsn}
 	return s.lastFeed
+}
+
+// The feed ceiling (keyFeedMark) is a second above every order key given
+// out, persisted with the first write of each second that reaches it: at
+// most one small write a second, instead of one per transaction. At Open,
+// every key on disk is below it and durable, so later writes start at it.
+
+// raiseFeedCeiling records a ceiling the transaction just committed.
+func (e *Engine) raiseFeedCeiling(c int64) {
+	for {
+		cur := e.feedCeiling.Load()
+		if c <= cur || e.feedCeiling.CompareAndSwap(cur, c) {
+			return
+		}
+	}
 }
 
 // feedDurable records that the writes up to order key k are durable: their
@@ -62,9 +81,9 @@ func (e *Engine) feedWatermark() changefeed.Key {
 	return changefeed.SecondStart(math.MinInt64)
 }
 
-// loadFeedMark restores, at Open, the last order key given to a write
-// before the engine last stopped (keyFeedMark): every write on disk is
-// durable now, and later writes must sort after it.
+// loadFeedMark restores, at Open, the feed ceiling persisted before the
+// engine last stopped: every key on disk is below it and durable, and later
+// writes take seconds from it on.
 func (e *Engine) loadFeedMark(r kv.Reader) error {
 	v, err := r.Get(keyFeedMark)
 	if errors.Is(err, kv.ErrNotFound) {
@@ -73,13 +92,19 @@ func (e *Engine) loadFeedMark(r kv.Reader) error {
 	if err != nil {
 		return err
 	}
-	k, err := changefeed.DecodeKey(v)
-	if err != nil {
-		return fmt.Errorf("change feed mark: %w", err)
+	if len(v) != 8 {
+		return fmt.Errorf("change feed ceiling: %w", errCorruptRecord)
 	}
-	e.feedSecond.Store(k.Second)
-	e.durableFeed.Store(&k) // Open keeps LSNs above its Seq
+	e.setFeedCeiling(decodeInt64(v))
 	return nil
+}
+
+// setFeedCeiling starts the feed at ceiling c: everything below is durable.
+func (e *Engine) setFeedCeiling(c int64) {
+	e.feedCeiling.Store(c)
+	e.feedSecond.Store(max(e.feedSecond.Load(), c))
+	w := changefeed.SecondStart(c)
+	e.durableFeed.Store(&w)
 }
 
 // ChangeFeedStart is where a change feed read starts when it has no

@@ -48,9 +48,10 @@ type scope struct {
 	rangeID string
 	// The change feed second of the transaction's writes (fixed at its
 	// first write), and the order key of its last write.
-	feedSecond int64
-	feedSet    bool
-	lastFeed   changefeed.Key
+	feedSecond  int64
+	feedSet     bool
+	lastFeed    changefeed.Key
+	feedCeiling int64 // to persist with the transaction; 0 for none
 }
 
 // writeCharge is the charge of the write just made, of a document of n bytes;
@@ -453,7 +454,7 @@ func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.
 	if err != nil {
 		return err
 	}
-	var added int64
+	var added, ceiling int64
 	var lastFeed changefeed.Key
 	err = e.store.Update(ctx, func(tx kv.Tx) error {
 		s, err := e.scope(tx, dbID, collID, now)
@@ -464,11 +465,9 @@ func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.
 		if err := fn(tx, s); err != nil {
 			return err
 		}
-		added, lastFeed = s.usage.total.bytes, s.lastFeed
-		if s.feedSet {
-			// The last order key given out, restored at Open, so that
-			// keys keep growing across restarts.
-			if err := tx.Put(keyFeedMark, s.lastFeed.Append(nil)); err != nil {
+		added, lastFeed, ceiling = s.usage.total.bytes, s.lastFeed, s.feedCeiling
+		if ceiling != 0 {
+			if err := tx.Put(keyFeedMark, appendInt64(nil, ceiling)); err != nil {
 				return err
 			}
 		}
@@ -476,6 +475,7 @@ func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.
 	})
 	if err == nil {
 		e.storage.wrote(added)
+		e.raiseFeedCeiling(ceiling)
 		e.feedDurable(lastFeed)
 	}
 	return err

@@ -131,6 +131,7 @@ type Engine struct {
 	// (nil before the first). See changefeed.go.
 	feedSecond  atomic.Int64
 	durableFeed atomic.Pointer[changefeed.Key]
+	feedCeiling atomic.Int64 // persisted: above every order key given out
 
 	// clockUnsaved is set while the clock's high-water mark cannot be
 	// persisted because the disk is full, so that it is logged once.
@@ -174,9 +175,6 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	// LSNs only need to grow; microseconds since the epoch keep them growing
 	// across restarts without persisting a counter.
 	e.lsn.Store(uint64(max(opts.Now().UnixMicro(), e.hwm.Load()*1e6)))
-	if mark := e.durableFeed.Load(); mark != nil && e.lsn.Load() < mark.Seq {
-		e.lsn.Store(mark.Seq) // change feed keys, whose Seq is an LSN, keep growing
-	}
 	e.purger = newPurger(e)
 	if !opts.DisableBackground {
 		e.purger.start()

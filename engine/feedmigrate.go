@@ -123,11 +123,10 @@ func (e *Engine) migrateFeedBatch(ctx context.Context, l *layout, after []byte) 
 			}
 			n++
 		}
-		if n > 0 && mark.Compare(e.feedWatermark()) > 0 {
+		if n > 0 && mark.Second >= e.feedCeiling.Load() {
 			// Later writes must sort after these.
-			e.feedSecond.Store(max(e.feedSecond.Load(), mark.Second))
-			e.durableFeed.Store(&mark)
-			return tx.Put(keyFeedMark, mark.Append(nil))
+			e.setFeedCeiling(mark.Second + 1)
+			return tx.Put(keyFeedMark, appendInt64(nil, mark.Second+1))
 		}
 		return nil
 	})
