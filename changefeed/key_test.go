@@ -66,3 +66,21 @@ func TestParseTokenRefusesForeignTokens(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseToken: no continuation, however malformed, panics the parser; one
+// it accepts renders back to a token that parses to the same key.
+func FuzzParseToken(f *testing.F) {
+	for _, s := range []string{`"80000000000000000000000100000000000000ff"`, `"8000000000000064000000006162"`, `"zz"`, `*`, ``} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := ParseToken(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseToken(k.Token())
+		if err != nil || back.Compare(k) != 0 {
+			t.Fatalf("%q parsed to %+v, whose token %s parses to %+v, %v", s, k, k.Token(), back, err)
+		}
+	})
+}

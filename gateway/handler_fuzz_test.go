@@ -79,6 +79,9 @@ func FuzzServeHTTP(f *testing.F) {
 		{4, "/dbs/db/colls/c/docs/x", `[{}]`, 0, ``},
 		{1, "/dbs/db/colls/c/docs", `["a"]`, 16, `{"query":"SELECT * FROM c"}`},
 		{0, "/offers", ``, 0, ``},
+		{0, "/dbs/db/colls/c/docs", ``, 64, `"80000000000000000000000100000000000000ff"`},
+		{0, "/dbs/db/colls/c/docs", `["a"]`, 64 | 128, `Mon, 02 Jan 2006 15:04:05 GMT`},
+		{0, "/dbs/db/colls/c/docs", ``, 64, `*`},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.path, s.pk, s.flags, []byte(s.body))
@@ -122,6 +125,14 @@ func FuzzServeHTTP(f *testing.F) {
 		}
 		if flags&32 != 0 {
 			req.Header.Set("Prefer", "return=minimal")
+		}
+		if flags&64 != 0 { // the change feed, from an arbitrary position
+			req.Header.Set("A-IM", "Incremental feed")
+			if flags&128 != 0 {
+				req.Header.Set("If-Modified-Since", string(body))
+			} else {
+				req.Header.Set("If-None-Match", string(body))
+			}
 		}
 		rec := httptest.NewRecorder()
 		srv.ServeHTTP(rec, req)
