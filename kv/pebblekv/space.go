@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -29,11 +30,16 @@ import (
 //     for them: without the ballast the store is low below the whole reserve.
 //   - A write that meets ENOSPC all the same (another process filled the disk
 //     between two polls, or a compaction needed more than the reserve) is not
-//     failed: spaceFS releases the ballast and retries it, and otherwise
-//     waits for space, retrying with a growing pause. Pebble sees a slow disk,
-//     never a full one, and compactions do not spin. Meanwhile Update refuses
-//     every new write with kv.ErrNoSpace, as it does whenever free space is
-//     below exhaustedFloor even without the ballast.
+//     failed at once: spaceFS releases the ballast and retries it, and
+//     otherwise waits for space, retrying with a growing pause. A write to
+//     the write-ahead log waits as long as it takes: Pebble cannot survive
+//     its failure. A flush or compaction gives up after noSpaceGiveUp, so
+//     that its partial output is removed instead of holding the space; Pebble
+//     retries it later, so it fails at most once per noSpaceGiveUp, never in
+//     a loop. While a write to the
+//     write-ahead log waits, Update refuses every new write with
+//     kv.ErrNoSpace (each would wait behind it), as it does whenever free
+//     space is below exhaustedFloor even without the ballast.
 //   - When space returns, the next poll sees it: writes are accepted again
 //     and the ballast is recreated once there is room for it and more.
 //
@@ -93,7 +99,8 @@ type SpaceStats struct {
 	// the reserve less the ballast held.
 	Low bool
 	// Exhausted means every write is refused (kv.ErrNoSpace): free space is
-	// below exhaustedFloor, or a write is waiting for space.
+	// below exhaustedFloor, or a write to the write-ahead log is waiting for
+	// space.
 	Exhausted bool
 	// WaitingWrites is how many file writes are waiting for space now;
 	// NoSpaceErrors how many times a write met ENOSPC since the store opened.
@@ -115,12 +122,17 @@ type spaceGuard struct {
 	ballast     atomic.Int64
 	low         atomic.Bool
 	exhausted   atomic.Bool
-	waiting     atomic.Int64
+	waiting     atomic.Int64 // file writes waiting for space
+	waitingWAL  atomic.Int64 // of which writes to the write-ahead log
 	noSpace     atomic.Int64
 
 	wake chan struct{} // a write met ENOSPC: poll now
-	stop chan struct{}
-	done chan struct{}
+	// retry is closed (and replaced) by a poll that finds room again, so
+	// that writes waiting for space retry at once rather than at the end
+	// of their pause. Guarded by mu.
+	retry chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 // newSpaceGuard returns a guard for dir on fs, or nil when fs cannot report
@@ -140,7 +152,7 @@ func newSpaceGuard(fs vfs.FS, dir string, reserve int64, log *slog.Logger) *spac
 		reserve = DefaultReserve(int64(du.TotalBytes))
 	}
 	g := &spaceGuard{fs: fs, dir: dir, reserve: reserve, log: log,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), retry: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	if fi, err := fs.Stat(g.ballastPath()); err == nil {
 		g.ballastHeld = fi.Size()
 		g.ballast.Store(g.ballastHeld)
@@ -207,12 +219,15 @@ func decideBallast(free, reserve, ballast int64, waiting bool) ballastAction {
 }
 
 // spaceState says which writes the free space allows: low refuses writes that
-// add data, exhausted every write. The reserve is the ballast held plus the
+// add data, exhausted every write: below exhaustedFloor, or while a write to
+// the write-ahead log waits for space, since every commit then waits behind
+// it. (A flush or compaction that waits leaves commits free until the
+// memtables fill.) The reserve is the ballast held plus the
 // free space below which the store is low, so a released ballast's space
 // stays reserved: it is for deletions, the purge and the store's own work,
 // never for more data.
-func spaceState(free, reserve, ballast int64, waiting bool) (low, exhausted bool) {
-	return free < reserve-ballast, waiting || free < exhaustedFloor
+func spaceState(free, reserve, ballast int64, walWaiting bool) (low, exhausted bool) {
+	return free < reserve-ballast, walWaiting || free < exhaustedFloor
 }
 
 // poll reads the free space, releases the ballast or (if mayCreate)
@@ -243,10 +258,14 @@ func (g *spaceGuard) poll(mayCreate bool) {
 		return
 	}
 	free := int64(du.AvailBytes)
+	if free >= exhaustedFloor && g.waiting.Load() > 0 {
+		close(g.retry) // room again: the waiting writes retry now
+		g.retry = make(chan struct{})
+	}
 	g.free.Store(free)
 	g.total.Store(int64(du.TotalBytes))
 	wasLow, wasExhausted := g.low.Load(), g.exhausted.Load()
-	low, exhausted := spaceState(free, g.reserve, g.ballastHeld, g.waiting.Load() > 0)
+	low, exhausted := spaceState(free, g.reserve, g.ballastHeld, g.waitingWAL.Load() > 0)
 	g.low.Store(low)
 	g.exhausted.Store(exhausted)
 	switch {
@@ -331,12 +350,15 @@ func (g *spaceGuard) stats() SpaceStats {
 }
 
 // waitForSpace is called by spaceFS when an operation met ENOSPC, before its
-// attempt-th retry (0 for the first): it marks the store exhausted, releases
-// the ballast on the first attempt, and otherwise sleeps a growing pause.
-func (g *spaceGuard) waitForSpace(attempt int) {
+// attempt-th retry (0 for the first): on the first attempt it releases the
+// ballast (and marks the store exhausted if the write-ahead log is the one
+// waiting); otherwise it pauses, longer each time, until a poll finds room.
+func (g *spaceGuard) waitForSpace(attempt int, wal bool) {
 	if attempt == 0 {
 		g.noSpace.Add(1)
-		g.exhausted.Store(true)
+		if wal {
+			g.exhausted.Store(true)
+		}
 		g.mu.Lock()
 		held := g.ballastHeld > 0
 		g.releaseBallastLocked()
@@ -349,8 +371,15 @@ func (g *spaceGuard) waitForSpace(attempt int) {
 		default:
 		}
 	}
-	wait := noSpaceFirstWait << min(attempt, 10)
-	time.Sleep(min(wait, noSpaceMaxWait))
+	g.mu.Lock()
+	retry := g.retry
+	g.mu.Unlock()
+	t := time.NewTimer(min(noSpaceFirstWait<<min(attempt, 10), noSpaceMaxWait))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-retry:
+	}
 }
 
 // isNoSpace reports whether err means the filesystem is full (ENOSPC, or
@@ -362,23 +391,40 @@ func isNoSpace(err error) bool {
 // retryNoSpace runs op until it does not fail with ENOSPC, waiting for space
 // between attempts. Only operations that are safe to repeat as a whole pass
 // through it; partial writes go through writeAll.
-func retryNoSpace(g *spaceGuard, op func() error) error {
+// wal says whether op writes the write-ahead log.
+func retryNoSpace(g *spaceGuard, wal bool, op func() error) error {
 	err := op()
 	if !isNoSpace(err) {
 		return err
 	}
 	g.waiting.Add(1)
 	defer g.waiting.Add(-1)
+	if wal {
+		g.waitingWAL.Add(1)
+		defer g.waitingWAL.Add(-1)
+	}
+	deadline := time.Now().Add(noSpaceGiveUp)
 	for attempt := 0; ; attempt++ {
-		g.waitForSpace(attempt)
+		g.waitForSpace(attempt, wal)
 		if err = op(); !isNoSpace(err) {
 			if err == nil {
 				g.wakePoll()
 			}
 			return err
 		}
+		if !wal && time.Now().After(deadline) {
+			// A flush or compaction fails rather than hold its partial
+			// output while the disk stays full: Pebble removes the output
+			// and tries again later, at most once per noSpaceGiveUp.
+			return err
+		}
 	}
 }
+
+// noSpaceGiveUp is how long a flush or compaction write waits for space
+// before it fails. Writes to the write-ahead log wait for as long as it
+// takes: a commit cannot be undone.
+const noSpaceGiveUp = 2 * time.Second
 
 // wakePoll asks the poll loop for an early poll, so that the exhausted state
 // a waiting write set is lifted as soon as it is through.
@@ -403,27 +449,32 @@ func (fs spaceFS) Unwrap() vfs.FS { return fs.FS }
 // Create implements vfs.FS.
 func (fs spaceFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	var f vfs.File
-	err := retryNoSpace(fs.g, func() (err error) {
+	wal := isWAL(name)
+	err := retryNoSpace(fs.g, wal, func() (err error) {
 		f, err = fs.FS.Create(name, category)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return spaceFile{File: f, g: fs.g}, nil
+	return spaceFile{File: f, g: fs.g, wal: wal}, nil
 }
+
+// isWAL reports whether the file name is a write-ahead log's.
+func isWAL(name string) bool { return strings.HasSuffix(name, ".log") }
 
 // OpenReadWrite implements vfs.FS.
 func (fs spaceFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
 	var f vfs.File
-	err := retryNoSpace(fs.g, func() (err error) {
+	wal := isWAL(name)
+	err := retryNoSpace(fs.g, wal, func() (err error) {
 		f, err = fs.FS.OpenReadWrite(name, category, opts...)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return spaceFile{File: f, g: fs.g}, nil
+	return spaceFile{File: f, g: fs.g, wal: wal}, nil
 }
 
 // ReuseForWrite implements vfs.FS.
@@ -432,35 +483,36 @@ func (fs spaceFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteC
 	if err != nil {
 		return nil, err
 	}
-	return spaceFile{File: f, g: fs.g}, nil
+	return spaceFile{File: f, g: fs.g, wal: isWAL(newname)}, nil
 }
 
 // Link implements vfs.FS.
 func (fs spaceFS) Link(oldname, newname string) error {
-	return retryNoSpace(fs.g, func() error { return fs.FS.Link(oldname, newname) })
+	return retryNoSpace(fs.g, false, func() error { return fs.FS.Link(oldname, newname) })
 }
 
 // Rename implements vfs.FS.
 func (fs spaceFS) Rename(oldname, newname string) error {
-	return retryNoSpace(fs.g, func() error { return fs.FS.Rename(oldname, newname) })
+	return retryNoSpace(fs.g, false, func() error { return fs.FS.Rename(oldname, newname) })
 }
 
 // MkdirAll implements vfs.FS.
 func (fs spaceFS) MkdirAll(dir string, perm os.FileMode) error {
-	return retryNoSpace(fs.g, func() error { return fs.FS.MkdirAll(dir, perm) })
+	return retryNoSpace(fs.g, false, func() error { return fs.FS.MkdirAll(dir, perm) })
 }
 
 // spaceFile is a file of spaceFS.
 type spaceFile struct {
 	vfs.File
-	g *spaceGuard
+	g   *spaceGuard
+	wal bool // a write-ahead log
 }
 
 // Write implements io.Writer: the bytes a failed attempt wrote stay written,
 // and the retry writes the rest.
 func (f spaceFile) Write(p []byte) (int, error) {
 	total := 0
-	err := retryNoSpace(f.g, func() error {
+	err := retryNoSpace(f.g, f.wal, func() error {
 		n, err := f.File.Write(p[total:])
 		total += n
 		return err
@@ -471,7 +523,7 @@ func (f spaceFile) Write(p []byte) (int, error) {
 // WriteAt implements io.WriterAt, resuming after a partial write as Write does.
 func (f spaceFile) WriteAt(p []byte, off int64) (int, error) {
 	total := 0
-	err := retryNoSpace(f.g, func() error {
+	err := retryNoSpace(f.g, f.wal, func() error {
 		n, err := f.File.WriteAt(p[total:], off+int64(total))
 		total += n
 		return err
