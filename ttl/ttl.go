@@ -226,6 +226,43 @@ func ExpiresAt(ts int64, own Own, p Policy) (int64, bool) {
 	return 0, false
 }
 
+// Epoch is a stretch of a container's TTL history: Policy governs from Start
+// until the next epoch's Start, that instant included (a policy closing at an
+// instant still governs it).
+type Epoch struct {
+	Start  int64
+	Policy Policy
+}
+
+// ExpiryInstant returns the first instant at which a document last written
+// at ts, with own ttl interpretation own, is expired in a container whose TTL
+// history is epochs (in order; the last one open-ended): when its change feed
+// expiry record belongs. That is ts + ttl when the policy in force then
+// expires it, or the start of the epoch that expires it at once (a defaultTtl
+// lowered, TTL turned on), whichever is later. false: it never expires under
+// this history. Epochs that end before ts do not matter and may be left out.
+func ExpiryInstant(ts int64, own Own, epochs []Epoch) (int64, bool) {
+	for i, e := range epochs {
+		var at int64
+		switch {
+		case !e.Policy.On || own.Kind == OwnNever:
+			continue
+		case own.Kind == OwnSeconds:
+			at = ts + own.Seconds
+		case e.Policy.Default > 0:
+			at = ts + e.Policy.Default
+		default:
+			continue // no default, no own ttl: never under this policy
+		}
+		at = max(at, e.Start, ts)
+		if i+1 < len(epochs) && at > epochs[i+1].Start {
+			continue // not within this epoch
+		}
+		return at, true
+	}
+	return 0, false
+}
+
 // integer parses raw as a JSON number with an integral value that fits in int64.
 func integer(raw json.RawMessage) (int64, bool) {
 	t := bytes.TrimSpace(raw)

@@ -337,3 +337,50 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
+
+// TestExpiryInstantMatchesHistory checks ExpiryInstant against the
+// definition, by brute force over random histories: the first instant from
+// the document's write on at which the watermark model says it is expired.
+func TestExpiryInstantMatchesHistory(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	policies := []Policy{Off, NoDefault, After(1), After(3), After(7), After(20)}
+	owns := []Own{{}, {Kind: OwnNever}, {Kind: OwnSeconds, Seconds: 1}, {Kind: OwnSeconds, Seconds: 4}, {Kind: OwnSeconds, Seconds: 15}}
+	const horizon = 200 // past every epoch start: the last policy then holds for ever
+	for iter := 0; iter < 5000; iter++ {
+		hist := []Epoch{{0, policies[rng.IntN(len(policies))]}}
+		at := int64(0)
+		for range rng.IntN(5) {
+			at += int64(rng.IntN(8))
+			hist = append(hist, Epoch{at, policies[rng.IntN(len(policies))]})
+		}
+		ts := int64(rng.IntN(int(at) + 10))
+		own := owns[rng.IntN(len(owns))]
+		brute, found := int64(0), false
+		for now := ts; now <= horizon && !found; now++ {
+			w, cur := Initial, hist[0].Policy
+			for _, e := range hist[1:] {
+				if e.Start > now {
+					break
+				}
+				w, cur = w.Close(cur, e.Start), e.Policy
+			}
+			if Expired(now, ts, own, cur, w) {
+				brute, found = now, true
+			}
+		}
+		got, ok := ExpiryInstant(ts, own, hist)
+		if ok != found || got != brute {
+			t.Fatalf("history %+v ts=%d own=%+v: ExpiryInstant = %d, %v; brute force %d, %v", hist, ts, own, got, ok, brute, found)
+		}
+	}
+	// A defaultTtl lowered at 100 expires a document written at 10 (ttl 60
+	// before, 30 after) at 100, the instant of the change; one written at 90
+	// at 120.
+	hist := []Epoch{{0, After(200)}, {100, After(30)}}
+	if at, _ := ExpiryInstant(10, Own{}, hist); at != 100 {
+		t.Errorf("expired by the change: at %d, want 100", at)
+	}
+	if at, _ := ExpiryInstant(90, Own{}, hist); at != 120 {
+		t.Errorf("expired under the new default: at %d, want 120", at)
+	}
+}
