@@ -132,21 +132,7 @@ func BenchmarkCreateDocument(b *testing.B) {
 				name = fmt.Sprintf("durable/writers=%d", par*runtime.GOMAXPROCS(0))
 			}
 			b.Run(name, func(b *testing.B) {
-				opts := pebblekv.Options{InMemory: !durable}
-				if durable {
-					opts.Dir = b.TempDir()
-				}
-				store, err := pebblekv.Open(opts)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer store.Close()
-				e, err := Open(ctx, Options{Store: store, DisableBackground: true})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer e.Close()
-				benchContainer(b, e, "")
+				e := benchEngine(b, durable)
 				pad := strings.Repeat("x", 900)
 				var next atomic.Int64
 				b.SetParallelism(par)
@@ -211,6 +197,29 @@ func procMemory() (rss, hwm int64) {
 
 // benchContainer creates database "db" and its container "c", partitioned
 // by /pk, with extra members (JSON, without braces) in its body.
+// benchEngine opens an engine with no background work over a fresh store,
+// durable (in a temporary directory) or in memory, with container db/c
+// (partition key /pk); both close when the benchmark ends.
+func benchEngine(b *testing.B, durable bool) *Engine {
+	b.Helper()
+	opts := pebblekv.Options{InMemory: !durable}
+	if durable {
+		opts.Dir = b.TempDir()
+	}
+	store, err := pebblekv.Open(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	e, err := Open(ctx, Options{Store: store, DisableBackground: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { e.Close() })
+	benchContainer(b, e, "")
+	return e
+}
+
 func benchContainer(b *testing.B, e *Engine, extra string) {
 	b.Helper()
 	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {

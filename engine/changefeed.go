@@ -160,11 +160,7 @@ type ChangeFeedPage struct {
 // are served.
 func (e *Engine) ReadChangeFeed(ctx context.Context, dbID, collID string, opts ChangeFeedOptions) (ChangeFeedPage, error) {
 	defer e.begin()()
-	limit := opts.MaxItems
-	if limit <= 0 {
-		limit = defaultPage
-	}
-	limit = min(limit, maxPage)
+	limit := pageLimit(opts.MaxItems)
 	var page ChangeFeedPage
 	// The watermark is read before the snapshot is taken: every write up to
 	// it has returned from its commit, so the snapshot holds it. (Read

@@ -3,8 +3,6 @@ package engine
 import (
 	"fmt"
 	"testing"
-
-	"github.com/lethe-db/lethe/kv/pebblekv"
 )
 
 // BenchmarkChangeFeedRead reads a page of 100 changes from a position 100
@@ -13,17 +11,7 @@ import (
 func BenchmarkChangeFeedRead(b *testing.B) {
 	for _, docs := range []int{1_000, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("docs=%d", docs), func(b *testing.B) {
-			store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer store.Close()
-			e, err := Open(ctx, Options{Store: store, DisableBackground: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer e.Close()
-			benchContainer(b, e, "")
+			e := benchEngine(b, false)
 			body := func(i int) []byte { return fmt.Appendf(nil, `{"id":"d%d","pk":"p%d","n":%d}`, i, i%100, i) }
 			for i := range docs - 100 {
 				if _, err := e.CreateDocument(ctx, DocRef{DB: "db", Coll: "c", PK: pk(fmt.Sprintf("p%d", i%100))}, body(i)); err != nil {

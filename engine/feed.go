@@ -46,6 +46,15 @@ type feedToken struct {
 	Seq uint64 `json:"seq"`
 }
 
+// pageLimit is the page size of a feed read that asked for n items (0 or
+// less: the default), capped at maxPage.
+func pageLimit(n int) int {
+	if n <= 0 {
+		n = defaultPage
+	}
+	return min(n, maxPage)
+}
+
 func badContinuation() error {
 	return lethe.Errorf(lethe.CodeBadRequest, "The continuation token is invalid or does not belong to this container.")
 }
@@ -55,11 +64,7 @@ func badContinuation() error {
 // BadRequest (continuation token).
 func (e *Engine) ReadFeed(ctx context.Context, dbID, collID string, opts FeedOptions) (FeedPage, error) {
 	defer e.begin()()
-	limit := opts.MaxItems
-	if limit <= 0 {
-		limit = defaultPage
-	}
-	limit = min(limit, maxPage)
+	limit := pageLimit(opts.MaxItems)
 	var page FeedPage
 	err := e.view(ctx, dbID, collID, func(r kv.Reader, s *scope) error {
 		page = FeedPage{ContainerRID: s.c.RID}
