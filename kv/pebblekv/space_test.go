@@ -259,6 +259,10 @@ func TestNoSpaceReleasesBallast(t *testing.T) {
 	setFree(mem, 1<<30)
 	f := openFaulty(t, mem, Options{Reserve: 8 << 20})
 	waitFor(t, "the ballast is created", func() bool { return f.Disk().BallastBytes == 4<<20 })
+	// 10 MiB free: not low with the ballast held (below half the 8 MiB
+	// reserve is), nor without it (below the whole), and too little to
+	// recreate it (that takes 1.5 reserves): the guard leaves it alone.
+	setFree(mem, 10<<20)
 
 	f.faults.walNoSpaceOnce.Store(true)
 	f.faults.walNoSpace.Store(true)
@@ -276,6 +280,7 @@ func TestNoSpaceReleasesBallast(t *testing.T) {
 		t.Error("the ballast file is still there")
 	}
 	// With space plentiful, the guard recreates it.
+	setFree(mem, 1<<30)
 	waitFor(t, "the ballast is recreated", func() bool { return f.Disk().BallastBytes == 4<<20 })
 	noPebbleErrors(t, f)
 	checkAcked(t, mem, []string{"k"})
