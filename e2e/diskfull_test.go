@@ -31,7 +31,11 @@ func mountTmpfs(t *testing.T, size int64) string {
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
+			// Still busy (a server of a failed test exiting): detach it
+			// now, so that no mount outlives the test.
+			if lout, lerr := exec.Command("umount", "-l", dir).CombinedOutput(); lerr != nil {
+				t.Errorf("umount %s: %v: %s; lazily: %v: %s", dir, err, out, lerr, lout)
+			}
 		}
 	})
 	return dir
