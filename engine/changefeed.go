@@ -189,12 +189,13 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, dbID, collID string, opts C
 			return err
 		}
 		page.RangeIDs = ranges
+		// Positions are keys, and a read serves what sorts after its
+		// position up to the watermark, that included: the key followed by a
+		// zero byte is the first after it, for whole keys and for a
+		// second's start (whose expiry keys continue with a tag byte).
 		p := collKey(pfxFeed, s.rid)
-		start := kv.PrefixEnd(after.Append(append([]byte(nil), p...)))
-		if after.IsExpiry() && after.Doc == nil {
-			start = after.Append(append([]byte(nil), p...)) // a second's start: nothing of it read yet
-		}
-		end := kv.PrefixEnd(w.Append(append([]byte(nil), p...)))
+		start := append(after.Append(append([]byte(nil), p...)), 0)
+		end := append(w.Append(append([]byte(nil), p...)), 0)
 		it := r.Scan(start, end, false)
 		defer it.Close()
 		examined, loaded, bytesOut := 0, 0, 0

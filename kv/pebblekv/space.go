@@ -366,10 +366,7 @@ func (g *spaceGuard) waitForSpace(attempt int, wal bool) {
 		if held {
 			return // retry at once into the space the ballast freed
 		}
-		select {
-		case g.wake <- struct{}{}:
-		default:
-		}
+		g.wakePoll()
 	}
 	g.mu.Lock()
 	retry := g.retry
@@ -426,8 +423,8 @@ func retryNoSpace(g *spaceGuard, wal bool, op func() error) error {
 // takes: a commit cannot be undone.
 const noSpaceGiveUp = 2 * time.Second
 
-// wakePoll asks the poll loop for an early poll, so that the exhausted state
-// a waiting write set is lifted as soon as it is through.
+// wakePoll asks the poll loop for an early poll: to see a full disk at once,
+// and to lift the exhausted state as soon as a waiting write is through.
 func (g *spaceGuard) wakePoll() {
 	select {
 	case g.wake <- struct{}{}:
