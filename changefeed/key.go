@@ -26,8 +26,9 @@ type Key struct {
 	Writer uint32
 	// Seq is the writer's sequence number, growing with its commits.
 	Seq uint64
-	// Doc is an expiry's document: its primary key suffix (partition key
-	// tuple and id), which makes the key unique. Nil for writes.
+	// Doc is an expiry's document: its sequence number in its container, 8
+	// bytes big-endian (see ExpiryOf), which makes the key unique. Nil for
+	// writes.
 	Doc []byte
 }
 
@@ -43,6 +44,16 @@ const keyFixed = 8 + 4 + 8
 
 // Expiry returns the key of a document's expiry at instant second.
 func Expiry(second int64, doc []byte) Key { return Key{Second: second, Writer: ExpiryWriter, Doc: doc} }
+
+// ExpiryOf returns the key of the expiry at instant second of the document
+// version with sequence number seq in its container. A version expires at
+// most once (a write after its expiry creates a new version with a new
+// number), so the key is unique; and the container's expiry indexes are
+// ordered by instant then sequence number, as these keys are, so that a
+// reader synthesising expiries from them reads them in key order.
+func ExpiryOf(second int64, seq uint64) Key {
+	return Expiry(second, binary.BigEndian.AppendUint64(nil, seq))
+}
 
 // IsExpiry reports whether k places a TTL expiry.
 func (k Key) IsExpiry() bool { return k.Writer == ExpiryWriter }

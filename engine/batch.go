@@ -193,7 +193,7 @@ func (e *Engine) batchOp(tx kv.Tx, s *scope, pk lethe.PartitionKey, op BatchOp, 
 		if err != nil {
 			return BatchResult{}, err
 		}
-		rec, err := s.deleteTx(tx, suffix, op.IfMatch)
+		rec, err := s.deleteTx(e, tx, suffix, op.IfMatch)
 		if err != nil {
 			return BatchResult{}, err
 		}

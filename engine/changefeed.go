@@ -20,16 +20,30 @@ import (
 // purge) removes the entry; a read scans F from a position up to the durable
 // watermark and serves each document's current version if it is still live.
 
+// txSecond returns the second a writing transaction that took its instant
+// at now runs at: now, raised to the last second a transaction or an
+// all-versions read used (see allVersionsWatermark). Called inside the
+// transaction, under the store's writer lock (kv.Exclusive), it makes the
+// seconds, and so the order keys, of document transactions grow in commit
+// order; and the transaction decides liveness, stamps _ts and places its
+// changes at that one second, so that a document's expiry (at _ts + ttl)
+// never sorts before the write that set it. The result is never ahead of
+// the clock: every second it returns was a clock reading.
+func (e *Engine) txSecond(now int64) int64 {
+	e.feedMu.Lock()
+	defer e.feedMu.Unlock()
+	now = max(now, e.feedSecond.Load())
+	e.feedSecond.Store(now)
+	return now
+}
+
 // feedKey returns the change feed order key of a write with lsn in the
-// transaction of scope s. Its second is the transaction's, raised to the
-// last key's when an earlier-started transaction committed first, so that
-// keys grow in commit order: the store runs these transactions one at a time
-// (kv.Exclusive), and lsn grows with them. A transaction whose second
-// reaches the persisted ceiling raises it (see update).
+// transaction of scope s, at its second (see txSecond): LSNs grow in commit
+// order too. A transaction whose second reaches the persisted ceiling raises
+// it (see update).
 func (e *Engine) feedKey(s *scope, lsn uint64) changefeed.Key {
 	if !s.feedSet {
-		s.feedSecond = max(s.now, e.feedSecond.Load())
-		e.feedSecond.Store(s.feedSecond)
+		s.feedSecond = s.now
 		s.feedSet = true
 		if s.feedSecond >= e.feedCeiling.Load() {
 			s.feedCeiling = s.feedSecond + 1
@@ -37,6 +51,24 @@ func (e *Engine) feedKey(s *scope, lsn uint64) changefeed.Key {
 	}
 	s.lastFeed = changefeed.Key{Second: s.feedSecond, Writer: changefeed.EmbeddedWriter, Seq: lsn}
 	return s.lastFeed
+}
+
+// allVersionsWatermark is the highest position an all-versions read at
+// instant now may serve. Expiries need no write to become visible: while
+// no writing transaction is under way, it is the start of now's second,
+// which the read reserves (transactions starting later run at it or after,
+// see txSecond), so that no change can still appear below it; otherwise,
+// the durable watermark.
+func (e *Engine) allVersionsWatermark(now int64) changefeed.Key {
+	e.feedMu.Lock()
+	defer e.feedMu.Unlock()
+	if now > e.feedSecond.Load() {
+		e.feedSecond.Store(now)
+	}
+	if e.writing.Load() > 0 {
+		return e.feedWatermark()
+	}
+	return changefeed.SecondStart(now)
 }
 
 // The feed ceiling (keyFeedMark) is a second above every order key given
@@ -81,6 +113,15 @@ func (e *Engine) feedWatermark() changefeed.Key {
 	return changefeed.SecondStart(math.MinInt64)
 }
 
+// parseFeedPosition parses a change feed continuation (If-None-Match).
+func parseFeedPosition(token string) (changefeed.Key, error) {
+	k, err := changefeed.ParseToken(token)
+	if err != nil {
+		return k, lethe.Errorf(lethe.CodeBadRequest, "The continuation (If-None-Match) %q is not a change feed position of this server.", truncate(token, 100))
+	}
+	return k, nil
+}
+
 // loadFeedMark restores, at Open, the feed ceiling persisted before the
 // engine last stopped: every key on disk is below it and durable, and later
 // writes take seconds from it on.
@@ -99,11 +140,21 @@ func (e *Engine) loadFeedMark(r kv.Reader) error {
 	return nil
 }
 
-// setFeedCeiling starts the feed at ceiling c: everything below is durable.
+// setFeedCeiling starts the feed at ceiling c: every key on disk is below
+// it and durable. Writes continue in the last second used, c - 1, above the
+// keys there by their LSNs (see startFeed).
 func (e *Engine) setFeedCeiling(c int64) {
 	e.feedCeiling.Store(c)
-	e.feedSecond.Store(max(e.feedSecond.Load(), c))
-	w := changefeed.SecondStart(c)
+	e.feedSecond.Store(max(e.feedSecond.Load(), c-1))
+}
+
+// startFeed sets, at Open once LSNs start above every one given out, the
+// durable watermark just below the next write's key.
+func (e *Engine) startFeed() {
+	if e.feedCeiling.Load() == 0 {
+		return // a new store: no key given out yet
+	}
+	w := changefeed.Key{Second: e.feedSecond.Load(), Writer: changefeed.EmbeddedWriter, Seq: e.lsn.Load()}
 	e.durableFeed.Store(&w)
 }
 
@@ -136,6 +187,9 @@ type ChangeFeedOptions struct {
 	Scope Scope
 	// MaxItems caps the page; 0 means the default.
 	MaxItems int
+	// AllVersions reads the all versions and deletes mode (A-IM:
+	// Full-Fidelity Feed) instead of the latest version mode.
+	AllVersions bool
 }
 
 // ChangeFeedPage is one page of the change feed.
@@ -167,14 +221,24 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, dbID, collID string, opts C
 	// after, it could cover a write the snapshot missed, and the read would
 	// step over it.)
 	w := e.feedWatermark()
+	if opts.AllVersions {
+		now, err := e.now(ctx)
+		if err != nil {
+			return page, err
+		}
+		w = e.allVersionsWatermark(now)
+	}
 	err := e.view(ctx, dbID, collID, func(r kv.Reader, s *scope) error {
 		page.ContainerRID = s.c.RID
+		if opts.AllVersions {
+			return s.readAllVersions(r, opts, w, &page)
+		}
 		var after changefeed.Key
 		switch {
 		case opts.Continuation != "":
-			k, err := changefeed.ParseToken(opts.Continuation)
+			k, err := parseFeedPosition(opts.Continuation)
 			if err != nil {
-				return lethe.Errorf(lethe.CodeBadRequest, "The continuation (If-None-Match) %q is not a change feed position of this server.", truncate(opts.Continuation, 100))
+				return err
 			}
 			after = k
 		case opts.Start == FromNow:

@@ -54,6 +54,13 @@ type collRecord struct {
 	// Throughput is the container's own provisioned throughput; nil: none
 	// (its database's shared throughput, if any, governs it).
 	Throughput *Throughput `json:"throughput,omitempty"`
+	// FeedRetention is how long, in minutes, the all versions and deletes
+	// change feed keeps changes (changeFeedPolicy.retentionDuration); 0:
+	// the container keeps no log, and that mode is refused.
+	FeedRetention int64 `json:"feedRetention,omitempty"`
+	// TTLHistory is the TTL history that places the all-versions feed's
+	// expiry records within the retained window; nil without a log.
+	TTLHistory *ttl.History `json:"ttlHistory,omitempty"`
 }
 
 // indexUsable reports whether queries may use the container's index.
@@ -396,6 +403,9 @@ func (e *Engine) CreateContainerWithThroughput(ctx context.Context, dbID string,
 			return err
 		}
 		rec.Ranges = rangesAtCreation(rec)
+		if err := e.applyFeedPolicy(tx, o, rec, nil, now); err != nil {
+			return err
+		}
 		res, err = e.putContainer(tx, key, rec, o, db, now)
 		return err
 	})
@@ -415,6 +425,11 @@ func (e *Engine) wakeAfterCommit(err error) {
 
 func (e *Engine) putContainer(tx kv.Tx, key []byte, rec *collRecord, o *jsonv.Object, db *dbRecord, now int64) (Resource, error) {
 	rec.ETag = etagFor(e.nextLSN())
+	// Rare enough to persist a ceiling without raising the one in memory
+	// (the transaction may yet roll back).
+	if _, err := e.persistLSN(tx); err != nil {
+		return Resource{}, err
+	}
 	self := "dbs/" + db.RID + "/colls/" + rec.RID + "/"
 	stampSystem(o, rec.RID, self, rec.ETag, now,
 		"_docs", "docs/", "_sprocs", "sprocs/", "_triggers", "triggers/", "_udfs", "udfs/", "_conflicts", "conflicts/")
@@ -499,12 +514,18 @@ func (e *Engine) ListContainers(ctx context.Context, dbID string) ([]Resource, e
 // Returns NotFound, BadRequest, or PreconditionFailed when ifMatch does not match.
 func (e *Engine) ReplaceContainer(ctx context.Context, dbID, collID string, body []byte, ifMatch string) (Resource, error) {
 	defer e.begin()()
-	now, o, err := e.nowAndObject(ctx, body)
+	clockNow, o, err := e.nowAndObject(ctx, body)
 	if err != nil {
 		return Resource{}, err
 	}
 	var res Resource
+	// A TTL policy change places expiries in the all-versions feed at its
+	// instant: like a document write, it runs at its transaction's second
+	// (txSecond), which no feed read has served yet.
+	e.writing.Add(1)
+	defer e.writing.Add(-1)
 	err = e.store.Update(ctx, func(tx kv.Tx) error {
+		now := e.txSecond(clockNow)
 		db, old, err := getContainer(tx, dbID, collID)
 		if err != nil {
 			return err
@@ -536,6 +557,9 @@ func (e *Engine) ReplaceContainer(ctx context.Context, dbID, collID string, body
 			}
 			start := uint64(0)
 			rec.IndexBuild, rec.IndexBuildEnd = &start, &last
+		}
+		if err := e.applyFeedPolicy(tx, o2, rec, old, now); err != nil {
+			return err
 		}
 		res, err = e.putContainer(tx, containerKey(db.rid(), collID), rec, o2, db, now)
 		return err

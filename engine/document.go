@@ -52,6 +52,9 @@ type scope struct {
 	feedSet     bool
 	lastFeed    changefeed.Key
 	feedCeiling int64 // to persist with the transaction; 0 for none
+	// The first second of the container's all-versions log, once read.
+	logFrom    int64
+	logFromSet bool
 }
 
 // writeCharge is the charge of the write just made, of a document of n bytes;
@@ -209,6 +212,13 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 	if len(rec.json) > maxDocBytes {
 		return nil, lethe.Errorf(lethe.CodeEntityTooLarge, "Request size is too large: the document is %d bytes; the limit is %d.", len(rec.json), maxDocBytes)
 	}
+	replacing := keepSeq && prev != nil
+	if prev != nil && !replacing {
+		// prev expired: its expiry goes into the log as it goes.
+		if err := s.logExpiry(tx, p.suffix, prev); err != nil {
+			return nil, err
+		}
+	}
 	if prev != nil {
 		keys, err := ownedKeys(tx, s.l, prev)
 		if err != nil {
@@ -250,6 +260,15 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 			return nil, err
 		}
 	}
+	if s.logging() {
+		var replaced *docRecord
+		if replacing {
+			replaced = prev
+		}
+		if err := s.logWrite(tx, p.suffix, rec, replaced); err != nil {
+			return nil, err
+		}
+	}
 	return rec, nil
 }
 
@@ -281,7 +300,7 @@ func (s *scope) claimUniqueKeys(tx kv.Tx, keys [][]byte, suffix []byte) error {
 			return lethe.Errorf(lethe.CodeConflict, "Unique index constraint violation.")
 		}
 		if rec != nil {
-			if err := s.remove(tx, holder, rec); err != nil {
+			if err := s.removeExpired(tx, holder, rec); err != nil {
 				return err
 			}
 		} else if err := tx.Delete(k); err != nil { // an orphan entry
@@ -419,10 +438,15 @@ func (s *scope) replaceTx(e *Engine, tx kv.Tx, id string, o *jsonv.Object, pk le
 	return s.write(e, tx, p, live, true)
 }
 
-func (s *scope) deleteTx(tx kv.Tx, suffix []byte, ifMatch string) (*docRecord, error) {
+func (s *scope) deleteTx(e *Engine, tx kv.Tx, suffix []byte, ifMatch string) (*docRecord, error) {
 	live, err := s.liveFor(tx, suffix, ifMatch)
 	if err != nil {
 		return nil, err
+	}
+	if s.logging() {
+		if err := s.logDelete(e, tx, suffix, live); err != nil {
+			return nil, err
+		}
 	}
 	return live, s.remove(tx, suffix, live)
 }
@@ -456,16 +480,26 @@ func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.
 	}
 	var added, ceiling int64
 	var lastFeed changefeed.Key
+	var lsnCeiling uint64
+	e.writing.Add(1)
+	defer e.writing.Add(-1) // after feedDurable: see allVersionsWatermark
 	err = e.store.Update(ctx, func(tx kv.Tx) error {
-		s, err := e.scope(tx, dbID, collID, now)
+		txNow := e.txSecond(now)
+		s, err := e.scope(tx, dbID, collID, txNow)
 		if err != nil {
 			return err
 		}
 		s.at = at
+		if txNow != now {
+			s.at = time.Unix(txNow, 0)
+		}
 		if err := fn(tx, s); err != nil {
 			return err
 		}
 		added, lastFeed, ceiling = s.usage.total.bytes, s.lastFeed, s.feedCeiling
+		if lsnCeiling, err = e.persistLSN(tx); err != nil {
+			return err
+		}
 		if ceiling != 0 {
 			if err := tx.Put(keyFeedMark, appendInt64(nil, ceiling)); err != nil {
 				return err
@@ -476,6 +510,7 @@ func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.
 	if err == nil {
 		e.storage.wrote(added)
 		e.raiseFeedCeiling(ceiling)
+		e.raiseLSNCeiling(lsnCeiling)
 		e.feedDurable(lastFeed)
 	}
 	return err
@@ -603,7 +638,7 @@ func (e *Engine) DeleteDocument(ctx context.Context, ref DocRef, cond Conditions
 		if err != nil {
 			return err
 		}
-		rec, err := s.deleteTx(tx, suffix, cond.IfMatch)
+		rec, err := s.deleteTx(e, tx, suffix, cond.IfMatch)
 		if err != nil {
 			return err
 		}

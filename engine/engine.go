@@ -85,6 +85,11 @@ type Options struct {
 	// containers: a write that adds documents beyond it is refused as for a
 	// full disk. Expired documents do not count, purged or not.
 	MaxStorage int64
+	// ChangeFeedRetention is the all versions and deletes change feed's
+	// retention for containers created without a changeFeedPolicy (whole
+	// minutes count). Zero, the default, keeps no log for them, as Cosmos DB
+	// keeps none without the policy.
+	ChangeFeedRetention time.Duration
 }
 
 // EnsureDefaults fills in the defaults of unset fields.
@@ -121,6 +126,9 @@ type Engine struct {
 	clockMu sync.Mutex // serialises persisting a new hwm
 
 	lsn atomic.Uint64 // log sequence number of the last write; etags and session tokens
+	// lsnCeiling is the persisted bound (keyLSN) below which LSNs are given
+	// out; a write that comes within half a block of it persists a new one.
+	lsnCeiling atomic.Uint64
 
 	purger  *purger
 	budgets *budgets // RU buckets of containers with provisioned throughput
@@ -132,6 +140,11 @@ type Engine struct {
 	feedSecond  atomic.Int64
 	durableFeed atomic.Pointer[changefeed.Key]
 	feedCeiling atomic.Int64 // persisted: above every order key given out
+	// feedMu orders transactions' seconds (txSecond) with the all-versions
+	// feed's watermark (allVersionsWatermark); writing counts the writing
+	// transactions under way.
+	feedMu  sync.Mutex
+	writing atomic.Int64
 
 	// clockUnsaved is set while the clock's high-water mark cannot be
 	// persisted because the disk is full, so that it is logged once.
@@ -158,6 +171,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		if len(v) == 8 {
 			e.hwm.Store(decodeInt64(v))
 		}
+		if err := e.loadLSNCeiling(r); err != nil {
+			return err
+		}
 		return e.loadFeedMark(r)
 	})
 	if err != nil {
@@ -172,9 +188,12 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		releaseGuard(guard)
 		return nil, fmt.Errorf("engine: change feed entries for older documents: %w", err)
 	}
-	// LSNs only need to grow; microseconds since the epoch keep them growing
-	// across restarts without persisting a counter.
-	e.lsn.Store(uint64(max(opts.Now().UnixMicro(), e.hwm.Load()*1e6)))
+	// LSNs only need to grow, also across restarts: they start from the
+	// microseconds since the epoch, or from the persisted ceiling when that
+	// is higher (a manual clock, a restart within the same microseconds'
+	// worth of writes).
+	e.lsn.Store(max(uint64(max(opts.Now().UnixMicro(), e.hwm.Load()*1e6)), e.lsnCeiling.Load()))
+	e.startFeed()
 	e.purger = newPurger(e)
 	if !opts.DisableBackground {
 		e.purger.start()
@@ -269,8 +288,52 @@ func (e *Engine) instant(ctx context.Context) (int64, time.Time, error) {
 // begin marks a user operation in progress until the returned func is called.
 func (e *Engine) begin() func() { return e.opts.Activity.Begin() }
 
-// nextLSN allocates a log sequence number for one write.
-func (e *Engine) nextLSN() uint64 { return e.lsn.Add(1) }
+// lsnBlock is how many LSNs a persisted ceiling covers beyond the last one
+// given out.
+const lsnBlock = 1 << 24
+
+// loadLSNCeiling restores the persisted LSN ceiling at Open.
+func (e *Engine) loadLSNCeiling(r kv.Reader) error {
+	v, err := r.Get(keyLSN)
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(v) != 8 {
+		return fmt.Errorf("LSN ceiling: %w", errCorruptRecord)
+	}
+	e.lsnCeiling.Store(binary.BigEndian.Uint64(v))
+	return nil
+}
+
+// persistLSN persists, inside tx, a new LSN ceiling when the LSNs given out
+// come within half a block of the current one, and returns it (0: none), for
+// raiseLSNCeiling once tx has committed.
+func (e *Engine) persistLSN(tx kv.Tx) (uint64, error) {
+	cur := e.lsn.Load()
+	if cur+lsnBlock/2 < e.lsnCeiling.Load() {
+		return 0, nil
+	}
+	c := cur + lsnBlock
+	return c, tx.Put(keyLSN, binary.BigEndian.AppendUint64(nil, c))
+}
+
+// raiseLSNCeiling records a ceiling a transaction persisted.
+func (e *Engine) raiseLSNCeiling(c uint64) {
+	for {
+		cur := e.lsnCeiling.Load()
+		if c <= cur || e.lsnCeiling.CompareAndSwap(cur, c) {
+			return
+		}
+	}
+}
+
+// nextLSN allocates a log sequence number for one write. It takes two: the
+// one after a document version's LSN is its TTL expiry's, in the change
+// feed (see expiryRecord).
+func (e *Engine) nextLSN() uint64 { return e.lsn.Add(2) }
 
 // LSN returns the latest log sequence number, for session tokens.
 func (e *Engine) LSN() uint64 { return e.lsn.Load() }

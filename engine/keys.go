@@ -23,6 +23,8 @@ const (
 	pfxUsage        = 'K' // container usage tally
 	pfxExpiryBucket = 'H' // expiry tallies by second
 	pfxFeed         = 'F' // change feed, latest version: documents by the order key of their last write
+	pfxFeedLog      = 'L' // change feed, all versions and deletes: the log of changes by order key
+	pfxFeedFrom     = 'W' // change feed, all versions and deletes: the first second of the complete log
 )
 
 // Tuple type tags, ordered as Cosmos DB orders types.
@@ -40,10 +42,11 @@ const (
 
 var (
 	keyClock    = []byte("Mclock")
+	keyLSN      = []byte("Mlsn") // a bound above every LSN given out (see persistLSN)
 	keyFeedMark = []byte("Mfeed") // the last change feed order key given to a write
 	keyDBSeq    = []byte("Mdbseq")
 	keyCollSeq  = []byte("Mcollseq")
-	collPrefixs = []byte{pfxDoc, pfxOrder, pfxByTS, pfxByExpiry, pfxSeq, pfxUnique, pfxIndex, pfxUsage, pfxExpiryBucket, pfxFeed}
+	collPrefixs = []byte{pfxDoc, pfxOrder, pfxByTS, pfxByExpiry, pfxSeq, pfxUnique, pfxIndex, pfxUsage, pfxExpiryBucket, pfxFeed, pfxFeedLog, pfxFeedFrom}
 )
 
 func databaseKey(name string) []byte { return append([]byte{pfxDatabase}, name...) }

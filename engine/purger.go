@@ -149,6 +149,9 @@ func (p *purger) run() {
 		if err == nil {
 			err = p.e.buildIndexesYielding(ctx)
 		}
+		if err == nil {
+			_, err = p.e.TrimChangeFeeds(ctx)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -501,8 +504,26 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, defe
 			s.usage.add([][]byte{nil, en.key}, d.size, -1)
 			spent += ru.Write{Bytes: d.size, TermsRemoved: countTerms(d.manifest)}.Charge()
 		}
+		// A container with an all-versions log gets each expiry's record
+		// there as its document goes (readers synthesised it until now):
+		// that takes the documents themselves, read before any write.
+		logged, err := s.expiryRecords(tx, func(yield func(suffix []byte) bool) {
+			for _, d := range docs {
+				if !yield(d.suffix) {
+					return
+				}
+			}
+		})
+		if err != nil {
+			return err
+		}
 		if err := s.usage.apply(tx, s.rid); err != nil {
 			return err
+		}
+		for _, l := range logged {
+			if err := tx.Put(l.key, l.value); err != nil {
+				return err
+			}
 		}
 		// The deletions go to the store in key order: the memtable inserts
 		// each key after the one before, and in order most of them land

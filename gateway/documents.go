@@ -193,19 +193,28 @@ func (s *Server) readFeed(w http.ResponseWriter, rq *request) {
 	rq.writeFeed(w, page.ContainerRID, "Documents", page.Docs)
 }
 
+// changeFeedWireFormat is the all versions and deletes mode's wire format
+// (x-ms-cosmos-changefeed-wire-format-version).
+const changeFeedWireFormat = "2021-09-15"
+
 // changeFeed serves GET .../docs with an A-IM header: the change feed
 // (docs/changefeed.md). The SDKs spell the mode's name in either case.
 func (s *Server) changeFeed(w http.ResponseWriter, rq *request, aim string) {
+	opts := engine.ChangeFeedOptions{Scope: rq.rangeScope()}
 	switch strings.ToLower(strings.TrimSpace(aim)) {
 	case "incremental feed":
 	case "full-fidelity feed":
-		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "Lethe does not support the all versions and deletes change feed (A-IM: Full-Fidelity Feed) yet."))
-		return
+		// The SDKs send the one wire format there is; a client that sends
+		// none gets it too.
+		if v := rq.header("x-ms-cosmos-changefeed-wire-format-version"); v != "" && v != changeFeedWireFormat {
+			s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "The change feed wire format version %q is not supported: use %s.", truncateInput(v, 50), changeFeedWireFormat))
+			return
+		}
+		opts.AllVersions = true
 	default:
-		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "The A-IM header %q is not a change feed mode: use 'Incremental feed'.", truncateInput(aim, 50)))
+		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "The A-IM header %q is not a change feed mode: use 'Incremental feed' or 'Full-Fidelity Feed'.", truncateInput(aim, 50)))
 		return
 	}
-	opts := engine.ChangeFeedOptions{Scope: rq.rangeScope()}
 	var err error
 	if opts.PK, err = rq.partitionKey(); err != nil {
 		s.writeError(w, rq, err)

@@ -384,3 +384,37 @@ func TestExpiryInstantMatchesHistory(t *testing.T) {
 		t.Errorf("expired under the new default: at %d, want 120", at)
 	}
 }
+
+// A history that forgot its old epochs places every expiry at or after the
+// instant it forgot from exactly where the whole history does, and places
+// none of the older ones after it.
+func TestHistoryForgetKeepsExpiriesInWindow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	policies := []Policy{Off, NoDefault, After(1), After(3), After(7), After(20)}
+	owns := []Own{{}, {Kind: OwnNever}, {Kind: OwnSeconds, Seconds: 1}, {Kind: OwnSeconds, Seconds: 4}, {Kind: OwnSeconds, Seconds: 15}}
+	for iter := 0; iter < 20000; iter++ {
+		whole := Begin(policies[rng.IntN(len(policies))], Initial, 0)
+		at := int64(0)
+		for range rng.IntN(6) {
+			at += int64(rng.IntN(8))
+			whole = whole.Change(policies[rng.IntN(len(policies))], at)
+		}
+		from := int64(rng.IntN(int(at) + 10))
+		kept := whole.Forget(from)
+		if len(kept.Epochs) > 1 && kept.Epochs[1].Start < from {
+			t.Fatalf("Forget(%d) kept %+v", from, kept.Epochs)
+		}
+		ts := int64(rng.IntN(int(at) + 10))
+		own := owns[rng.IntN(len(owns))]
+		want, wok := ExpiryInstant(ts, own, whole.Epochs)
+		got, gok := kept.Expiry(ts, own)
+		switch {
+		case wok && want >= from:
+			if !gok || got != want {
+				t.Fatalf("history %+v forgotten before %d (%+v), ts=%d own=%+v: Expiry = %d, %v; whole history %d", whole, from, kept, ts, own, got, gok, want)
+			}
+		case gok && (!wok || got != want):
+			t.Fatalf("history %+v forgotten before %d (%+v), ts=%d own=%+v: Expiry = %d; whole history %d, %v", whole, from, kept, ts, own, got, want, wok)
+		}
+	}
+}

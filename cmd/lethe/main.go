@@ -206,6 +206,9 @@ type config struct {
 	maxStorage, diskReserve, slowDisk, shutdownTimeout string
 	maxStorageBytes, diskReserveBytes                  int64
 	slowDiskThreshold, shutdownWait                    time.Duration
+	// The all-versions change feed's default retention, as given and parsed.
+	feedRetention     string
+	feedRetentionTime time.Duration
 }
 
 // parseServeFlags parses serve's flags over the LETHE_* environment. On -h or
@@ -235,6 +238,7 @@ func parseServeFlags(args []string, help io.Writer) (*config, error) {
 	fs.StringVar(&c.diskReserve, "disk-reserve", env("LETHE_DISK_RESERVE", "auto"), "free space kept on the data directory's filesystem for deletes, the TTL purge and the store's own work: below half of it, writes that add data are refused; the other half is held in a ballast file released when the disk fills. auto: 5% of the filesystem, 16MiB to 1GiB; off: no guard (LETHE_DISK_RESERVE)")
 	fs.StringVar(&c.slowDisk, "slow-disk-threshold", env("LETHE_SLOW_DISK_THRESHOLD", pebblekv.DefaultSlowDiskThreshold.String()), "a disk write or sync taking longer is logged and counted in lethe_disk_slow_operations_total (LETHE_SLOW_DISK_THRESHOLD)")
 	fs.StringVar(&c.shutdownTimeout, "shutdown-timeout", env("LETHE_SHUTDOWN_TIMEOUT", "30s"), "on SIGINT or SIGTERM, how long to finish in-flight requests and close the store before exiting regardless; a second signal exits at once (LETHE_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&c.feedRetention, "change-feed-retention", env("LETHE_CHANGE_FEED_RETENTION", "0"), "how long the all versions and deletes change feed keeps changes, in whole minutes (like 60m or 24h), for containers created without a changeFeedPolicy; 0: no log for them, as in Cosmos DB without the policy (LETHE_CHANGE_FEED_RETENTION)")
 	fs.BoolVar(&c.enforceRU, "enforce-default-throughput", envBool("LETHE_ENFORCE_DEFAULT_THROUGHPUT"), "throttle containers created without throughput at their default offer's 400 RU/s, as Cosmos DB does; off, like the emulator without /EnableRateLimiting (LETHE_ENFORCE_DEFAULT_THROUGHPUT)")
 	fs.StringVar(&c.logLevel, "log-level", env("LETHE_LOG_LEVEL", "info"), "debug, info, warn or error (LETHE_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("LETHE_LOG_FORMAT", "text"), "text or json (LETHE_LOG_FORMAT)")
@@ -336,6 +340,13 @@ func (c *config) validate() error {
 		errs = append(errs, fmt.Errorf("--slow-disk-threshold %q is not a positive duration (like 5s)", c.slowDisk))
 	} else {
 		c.slowDiskThreshold = d
+	}
+	if c.feedRetention == "0" {
+		c.feedRetentionTime = 0
+	} else if d, err := time.ParseDuration(c.feedRetention); err != nil || d < 0 || d%time.Minute != 0 || d > 366*24*time.Hour {
+		errs = append(errs, fmt.Errorf("--change-feed-retention %q is not a whole number of minutes up to a year (like 60m or 24h), or 0", c.feedRetention))
+	} else {
+		c.feedRetentionTime = d
 	}
 	if d, err := time.ParseDuration(c.shutdownTimeout); err != nil || d <= 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout %q is not a positive duration (like 30s)", c.shutdownTimeout))
@@ -439,7 +450,8 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	}()
 	now, manual := serverClock(c.clock)
 	eng, err = engine.Open(ctx, engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, PurgeControl: c.purge, EnforceDefaultThroughput: c.enforceRU, Activity: users, StoreBusy: store.Compacting,
-		ServeAllCrossPartitionQueries: c.allQueries, SpaceLow: store.SpaceLow, MaxStorage: c.maxStorageBytes})
+		ServeAllCrossPartitionQueries: c.allQueries, SpaceLow: store.SpaceLow, MaxStorage: c.maxStorageBytes,
+		ChangeFeedRetention: c.feedRetentionTime})
 	if err != nil {
 		return err
 	}
