@@ -42,7 +42,7 @@ const (
 
 var (
 	keyClock    = []byte("Mclock")
-	keyLSN      = []byte("Mlsn") // a bound above every LSN given out (see persistLSN)
+	keyLSN      = []byte("Mlsn")  // a bound above every LSN given out (see persistLSN)
 	keyFeedMark = []byte("Mfeed") // the last change feed order key given to a write
 	keyDBSeq    = []byte("Mdbseq")
 	keyCollSeq  = []byte("Mcollseq")
