@@ -218,9 +218,17 @@ func (e *Engine) PurgeStats() PurgeStats {
 }
 
 // Purge physically deletes every document expired at the current server time,
-// synchronously, and returns how many it deleted. It does not yield to user
-// operations; the background purger does.
-func (e *Engine) Purge(ctx context.Context) (int, error) { return e.purge(ctx, false) }
+// synchronously, and returns how many it deleted; then it trims the change
+// feed logs past their retention, as the background purger does after its
+// passes. It does not yield to user operations; the background purger does.
+func (e *Engine) Purge(ctx context.Context) (int, error) {
+	n, err := e.purge(ctx, false)
+	if err != nil {
+		return n, err
+	}
+	_, err = e.TrimChangeFeeds(ctx)
+	return n, err
+}
 
 // purgeTarget is one container in a purge pass, with where each of its expiry
 // indexes was left: scanning from the index start every batch would step over

@@ -21,7 +21,8 @@ import (
 //
 //	GET  /_lethe/clock   {"now": <unix seconds>, "nowRfc3339": "..."}
 //	POST /_lethe/clock   {"advanceSeconds": N} or {"set": <unix seconds>}; answers like GET
-//	POST /_lethe/purge   purges every expired document now; {"purged": n}
+//	POST /_lethe/purge   purges every expired document now, and trims the change
+//	                     feed logs past their retention; {"purged": n}
 //
 // Its paths start with the segment "_lethe", which no Cosmos DB path does (they
 // start with "dbs" or "offers", or are "/"), so they never shadow a Cosmos
