@@ -23,8 +23,17 @@ import (
 // become visible to readers (before their sync, by design) and wait for it.
 // While they wait, the power fails: a crash clone of the filesystem keeps
 // only what was synced. Every document the reader was served must be in the
-// clone: the feed does not serve a write until its sync has returned.
+// clone: the feed does not serve a write until its sync has returned. Both
+// modes: latest version, and all versions and deletes (whose reader moves
+// the clock on a second before each read until the disk stalls, since it
+// serves whole seconds; after, the server time no longer moves, since moving
+// it waits for a sync).
 func TestChangeFeedServesOnlyDurableWrites(t *testing.T) {
+	t.Run("latest version", func(t *testing.T) { testServesOnlyDurable(t, false) })
+	t.Run("all versions", func(t *testing.T) { testServesOnlyDurable(t, true) })
+}
+
+func testServesOnlyDurable(t *testing.T, allVersions bool) {
 	mem := vfs.NewCrashableMem()
 	var stalled atomic.Pointer[chan struct{}]
 	stallSyncs := errorfs.InjectorFunc(func(op errorfs.Op) error {
@@ -41,7 +50,7 @@ func TestChangeFeedServesOnlyDurableWrites(t *testing.T) {
 	t.Cleanup(func() { store.Close() }) // after the engine's cleanup
 	te := openTestEngine(t, store, Options{DisableBackground: true})
 	te.mustDB("db")
-	te.mustContainer("c", "")
+	te.mustContainer("c", retain)
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -62,19 +71,27 @@ func TestChangeFeedServesOnlyDurableWrites(t *testing.T) {
 		seen      []string
 		readCount atomic.Int64
 	)
+	var advancing atomic.Bool
+	advancing.Store(allVersions)
 	wg.Go(func() {
 		token := ""
 		for runCtx.Err() == nil {
-			page, err := te.ReadChangeFeed(runCtx, "db", "c", ChangeFeedOptions{Continuation: token, MaxItems: 100})
+			if advancing.Load() {
+				te.clock.Advance(time.Second)
+			}
+			page, err := te.ReadChangeFeed(runCtx, "db", "c", ChangeFeedOptions{Continuation: token, MaxItems: 100, AllVersions: allVersions})
 			if err != nil {
 				return
 			}
 			readCount.Add(1)
 			mu.Lock()
 			for _, d := range page.Docs {
-				var doc struct{ ID string }
+				var doc struct {
+					ID      string
+					Current struct{ ID string }
+				}
 				_ = json.Unmarshal(d, &doc)
-				seen = append(seen, doc.ID)
+				seen = append(seen, doc.ID+doc.Current.ID)
 			}
 			mu.Unlock()
 			token = page.ETag
@@ -82,6 +99,14 @@ func TestChangeFeedServesOnlyDurableWrites(t *testing.T) {
 	})
 	for created.Load() < 1000 {
 		time.Sleep(time.Millisecond)
+	}
+	if allVersions {
+		// The clock stops, and the server time (persisted, synced, as it
+		// moves) catches up with it before the disk stalls.
+		advancing.Store(false)
+		for reads := readCount.Load(); readCount.Load() < reads+2; {
+			time.Sleep(time.Millisecond)
+		}
 	}
 	release := make(chan struct{})
 	stalled.Store(&release) // the disk stops syncing
