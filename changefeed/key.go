@@ -1,7 +1,10 @@
 // Package changefeed holds the change feed's own parts: the order key that
 // places every change (writes by commit, TTL expiries by their instant), the
-// continuation tokens built from it, and the wire forms of the two modes.
-// docs/changefeed.md is the design. The package does no I/O.
+// continuation tokens built from it, the all-versions log record with its
+// storage and wire forms, and the merge by which the all-versions reader
+// pages through its streams (the log, and the expiries the engine
+// synthesises from its expiry indexes). docs/changefeed.md is the design.
+// The package does no I/O.
 package changefeed
 
 import (

@@ -49,7 +49,10 @@ type Record struct {
 	ID           string
 	PartitionKey []byte
 	// Current is the new version (creates and replaces); Previous the
-	// version a delete or an expiry removed. Nil when absent.
+	// version a delete or an expiry removed. Nil when absent. Both are the
+	// documents as stored, without "_lsn", which AppendWire adds (LSN to
+	// Current, PreviousLSN to Previous): the log keeps no copy of a body
+	// that differs from the document's only by it.
 	Current, Previous []byte
 }
 
@@ -110,6 +113,11 @@ func DecodeRecord(b []byte) (Record, error) {
 	if len(b) != 0 {
 		return Record{}, errBadRecord
 	}
+	for _, doc := range fields[1:] {
+		if doc != nil && (len(doc) < 2 || doc[0] != '{' || doc[len(doc)-1] != '}') {
+			return Record{}, errBadRecord // a body is a JSON object
+		}
+	}
 	r.PartitionKey, r.Current, r.Previous = fields[0], fields[1], fields[2]
 	return r, nil
 }
@@ -121,7 +129,7 @@ func DecodeRecord(b []byte) (Record, error) {
 func (r *Record) AppendWire(b []byte) []byte {
 	b = append(b, `{"current":`...)
 	if r.Current != nil {
-		b = append(b, r.Current...)
+		b = AppendWithLSN(b, r.Current, r.LSN)
 	} else {
 		b = append(b, `{}`...)
 	}
@@ -149,8 +157,20 @@ func (r *Record) AppendWire(b []byte) []byte {
 	b = append(b, '}')
 	if r.Previous != nil {
 		b = append(b, `,"previous":`...)
-		b = append(b, r.Previous...)
+		b = AppendWithLSN(b, r.Previous, r.PreviousLSN)
 	}
+	return append(b, '}')
+}
+
+// AppendWithLSN appends doc, a JSON object, with "_lsn": lsn added as its
+// last property, as the change feed serves documents.
+func AppendWithLSN(b, doc []byte, lsn uint64) []byte {
+	b = append(b, doc[:len(doc)-1]...) // the closing brace
+	if len(doc) > 2 {
+		b = append(b, ',')
+	}
+	b = append(b, `"_lsn":`...)
+	b = strconv.AppendUint(b, lsn, 10)
 	return append(b, '}')
 }
 

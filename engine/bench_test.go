@@ -122,35 +122,44 @@ func BenchmarkOpenWithDocs(b *testing.B) {
 
 // BenchmarkCreateDocument measures one document write with default indexing
 // (every path indexed), 1 KB documents, on an in-memory and a durable store,
-// with GOMAXPROCS writers and 8 times as many (group commit).
+// with GOMAXPROCS writers and 8 times as many (group commit); and with the
+// all-versions change feed's log on (log=on: the container has a
+// changeFeedPolicy), to compare what the log costs writes.
 func BenchmarkCreateDocument(b *testing.B) {
 	for _, durable := range []bool{false, true} {
 		for _, par := range []int{1, 8} {
-			// RunParallel runs par x GOMAXPROCS writers.
-			name := fmt.Sprintf("inmemory/writers=%d", par*runtime.GOMAXPROCS(0))
-			if durable {
-				name = fmt.Sprintf("durable/writers=%d", par*runtime.GOMAXPROCS(0))
+			for _, logged := range []bool{false, true} {
+				// RunParallel runs par x GOMAXPROCS writers.
+				store, log, extra := "inmemory", "off", ""
+				if durable {
+					store = "durable"
+				}
+				if logged {
+					log, extra = "on", `"changeFeedPolicy":{"retentionDuration":60}`
+				}
+				name := fmt.Sprintf("%s/writers=%d/log=%s", store, par*runtime.GOMAXPROCS(0), log)
+				b.Run(name, func(b *testing.B) { benchCreates(b, benchEngineWith(b, durable, nil, extra), par) })
 			}
-			b.Run(name, func(b *testing.B) {
-				e := benchEngine(b, durable)
-				pad := strings.Repeat("x", 900)
-				var next atomic.Int64
-				b.SetParallelism(par)
-				b.ResetTimer()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						i := next.Add(1)
-						p := fmt.Sprintf("p%d", i%100)
-						body := []byte(fmt.Sprintf(`{"id":"d%d","pk":"%s","name":"user %d","n":%d,"tags":["a","b"],"pad":"%s"}`, i, p, i, i, pad))
-						if _, err := e.CreateDocument(ctx, DocRef{DB: "db", Coll: "c", PK: lethe.PartitionKey{p}}, body); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			})
 		}
 	}
+}
+
+func benchCreates(b *testing.B, e *Engine, par int) {
+	pad := strings.Repeat("x", 900)
+	var next atomic.Int64
+	b.SetParallelism(par)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			p := fmt.Sprintf("p%d", i%100)
+			body := []byte(fmt.Sprintf(`{"id":"d%d","pk":"%s","name":"user %d","n":%d,"tags":["a","b"],"pad":"%s"}`, i, p, i, i, pad))
+			if _, err := e.CreateDocument(ctx, DocRef{DB: "db", Coll: "c", PK: lethe.PartitionKey{p}}, body); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
 
 // BenchmarkRSSAfterLoad loads LETHE_BENCH_DOCS 1 KB documents into a durable
@@ -202,6 +211,13 @@ func procMemory() (rss, hwm int64) {
 // (partition key /pk); both close when the benchmark ends.
 func benchEngine(b *testing.B, durable bool) *Engine {
 	b.Helper()
+	return benchEngineWith(b, durable, nil, "")
+}
+
+// benchEngineWith is benchEngine with a clock (nil: the wall clock) and
+// extra container properties.
+func benchEngineWith(b *testing.B, durable bool, now func() time.Time, extra string) *Engine {
+	b.Helper()
 	opts := pebblekv.Options{InMemory: !durable}
 	if durable {
 		opts.Dir = b.TempDir()
@@ -211,12 +227,12 @@ func benchEngine(b *testing.B, durable bool) *Engine {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { store.Close() })
-	e, err := Open(ctx, Options{Store: store, DisableBackground: true})
+	e, err := Open(ctx, Options{Store: store, Now: now, DisableBackground: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { e.Close() })
-	benchContainer(b, e, "")
+	benchContainer(b, e, extra)
 	return e
 }
 

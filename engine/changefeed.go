@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/lethe-db/lethe"
@@ -290,7 +289,7 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, dbID, collID string, opts C
 			if !s.live(rec) || rec.feed.Compare(k) != 0 {
 				continue // expired, or a later version comes later
 			}
-			page.Docs = append(page.Docs, withLSN(rec.json, rec.lsn))
+			page.Docs = append(page.Docs, changefeed.AppendWithLSN(make([]byte, 0, len(rec.json)+32), rec.json, rec.lsn))
 			bytesOut += len(rec.json)
 		}
 		if err := it.Close(); err != nil {
@@ -304,17 +303,4 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, dbID, collID string, opts C
 		return nil
 	})
 	return page, err
-}
-
-// withLSN returns a copy of the document JSON with "_lsn" added, as the
-// change feed serves documents.
-func withLSN(doc []byte, lsn uint64) []byte {
-	out := make([]byte, 0, len(doc)+32)
-	out = append(out, doc[:len(doc)-1]...) // the closing brace
-	if len(doc) > 2 {
-		out = append(out, ',')
-	}
-	out = append(out, `"_lsn":`...)
-	out = strconv.AppendUint(out, lsn, 10)
-	return append(out, '}')
 }

@@ -173,7 +173,7 @@ func (s *scope) identity(suffix []byte) (string, []byte) {
 // logWrite logs rec, just written: a replace of prev, or a create when prev
 // is nil.
 func (s *scope) logWrite(tx kv.Tx, suffix []byte, rec, prev *docRecord) error {
-	r := changefeed.Record{Op: changefeed.OpCreate, LSN: rec.lsn, Second: rec.feed.Second, Current: withLSN(rec.json, rec.lsn)}
+	r := changefeed.Record{Op: changefeed.OpCreate, LSN: rec.lsn, Second: rec.feed.Second, Current: rec.json}
 	if prev != nil {
 		r.Op, r.PreviousLSN = changefeed.OpReplace, prev.lsn
 	}
@@ -210,7 +210,7 @@ func (s *scope) logDelete(e *Engine, tx kv.Tx, suffix []byte, live *docRecord) e
 	s.lsns = append(s.lsns, lsn)
 	k := e.feedKey(s, lsn)
 	r := changefeed.Record{Op: changefeed.OpDelete, LSN: lsn, PreviousLSN: live.lsn, Second: k.Second,
-		Previous: withLSN(live.json, live.lsn)}
+		Previous: live.json}
 	return tx.Put(feedLogKey(s.rid, k), encodeLogValue(suffix, &r))
 }
 
@@ -231,7 +231,7 @@ func (s *scope) expiryRecord(suffix []byte, dead *docRecord, from int64) (change
 		return changefeed.Key{}, changefeed.Record{}, false
 	}
 	return changefeed.ExpiryOf(at, dead.seq), changefeed.Record{Op: changefeed.OpDelete, TTLExpired: true,
-		LSN: dead.lsn + 1, PreviousLSN: dead.lsn, Second: at, Previous: withLSN(dead.json, dead.lsn)}, true
+		LSN: dead.lsn + 1, PreviousLSN: dead.lsn, Second: at, Previous: dead.json}, true
 }
 
 // logExpiry writes the expiry record of dead, the expired version at suffix

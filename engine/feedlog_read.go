@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/lethe-db/lethe"
@@ -24,22 +23,8 @@ import (
 // page of each. An epoch that began inside the range also expires at its
 // start every document it dooms at once (a defaultTtl lowered, TTL turned
 // on): those are found by scanning the indexes below that instant, and
-// sorted, once per page that reaches it.
-
-// allVersionsItem is one record of the all-versions feed.
-type allVersionsItem struct {
-	key    []byte // the encoded order key
-	suffix []byte // the document's primary key suffix
-	rec    changefeed.Record
-}
-
-// allVersionsStream yields records in order key order: cur is the next one,
-// nil at the end.
-type allVersionsStream interface {
-	cur() *allVersionsItem
-	next() error
-	close() error
-}
+// sorted, once per page that reaches it. changefeed.Merge pages through
+// the streams; this file opens them over the engine's structures.
 
 // avRead is one all-versions read: its snapshot, scope and range.
 type avRead struct {
@@ -55,13 +40,13 @@ type avRead struct {
 type logStream struct {
 	rd   *avRead
 	it   kv.Iterator
-	item *allVersionsItem
+	item *changefeed.Item
 }
 
-func (st *logStream) cur() *allVersionsItem { return st.item }
-func (st *logStream) close() error          { return st.it.Close() }
+func (st *logStream) Cur() *changefeed.Item { return st.item }
+func (st *logStream) Close() error          { return st.it.Close() }
 
-func (st *logStream) next() error {
+func (st *logStream) Next() error {
 	st.item = nil
 	if !st.it.Next() {
 		return st.it.Err()
@@ -72,9 +57,9 @@ func (st *logStream) next() error {
 	}
 	st.rd.examined++
 	st.rd.bytes += len(st.it.Value())
-	st.item = &allVersionsItem{key: bytes.Clone(st.it.Key()[9:]), suffix: bytes.Clone(suffix), rec: rec}
+	st.item = &changefeed.Item{Key: bytes.Clone(st.it.Key()[9:]), Suffix: bytes.Clone(suffix), Rec: rec}
 	// Its byte fields alias the iterator's value: copy them.
-	st.item.rec.Current, st.item.rec.Previous = bytes.Clone(rec.Current), bytes.Clone(rec.Previous)
+	st.item.Rec.Current, st.item.Rec.Previous = bytes.Clone(rec.Current), bytes.Clone(rec.Previous)
 	return nil
 }
 
@@ -85,7 +70,7 @@ type indexStream struct {
 	rd    *avRead
 	shift int64
 	it    kv.Iterator
-	item  *allVersionsItem
+	item  *changefeed.Item
 }
 
 func newIndexStream(rd *avRead, pfx byte, shift, lo, hi int64) *indexStream {
@@ -111,10 +96,10 @@ func newIndexStream(rd *avRead, pfx byte, shift, lo, hi int64) *indexStream {
 	return &indexStream{rd: rd, shift: shift, it: rd.r.Scan(start, end, false)}
 }
 
-func (st *indexStream) cur() *allVersionsItem { return st.item }
-func (st *indexStream) close() error          { return st.it.Close() }
+func (st *indexStream) Cur() *changefeed.Item { return st.item }
+func (st *indexStream) Close() error          { return st.it.Close() }
 
-func (st *indexStream) next() error {
+func (st *indexStream) Next() error {
 	st.item = nil
 	for st.it.Next() {
 		k := st.it.Key()
@@ -134,34 +119,10 @@ func (st *indexStream) next() error {
 	return st.it.Err()
 }
 
-// sliceStream yields records gathered and sorted beforehand. Like the
-// other streams, it is on no record until its first next.
-type sliceStream struct {
-	items   []*allVersionsItem
-	started bool
-}
-
-func (st *sliceStream) cur() *allVersionsItem {
-	if !st.started || len(st.items) == 0 {
-		return nil
-	}
-	return st.items[0]
-}
-
-func (st *sliceStream) next() error {
-	if st.started && len(st.items) > 0 {
-		st.items = st.items[1:]
-	}
-	st.started = true
-	return nil
-}
-
-func (st *sliceStream) close() error { return nil }
-
 // atOnceStream gathers the documents that the epoch beginning at start
 // expired at that instant, all at once, from both expiry indexes below it.
-func atOnceStream(rd *avRead, start int64, p ttl.Policy) (*sliceStream, error) {
-	st := &sliceStream{}
+func atOnceStream(rd *avRead, start int64, p ttl.Policy) (*changefeed.SliceStream, error) {
+	var items []*changefeed.Item
 	scan := func(pfx byte, shift int64) error {
 		it := rd.r.Scan(collKey(pfx, rd.s.rid), tsBound(pfx, rd.s.rid, start-shift), false)
 		defer it.Close()
@@ -171,7 +132,7 @@ func atOnceStream(rd *avRead, start int64, p ttl.Policy) (*sliceStream, error) {
 				return err
 			}
 			if item != nil {
-				st.items = append(st.items, item)
+				items = append(items, item)
 			}
 		}
 		return it.Close()
@@ -184,14 +145,13 @@ func atOnceStream(rd *avRead, start int64, p ttl.Policy) (*sliceStream, error) {
 			return nil, err
 		}
 	}
-	slices.SortFunc(st.items, func(a, b *allVersionsItem) int { return bytes.Compare(a.key, b.key) })
-	return st, nil
+	return changefeed.NewSliceStream(items), nil
 }
 
 // synthesise returns the expiry record of the version an expiry index entry
 // (key k, value v) belongs to, if that version expires at instant at and the
 // record falls in the read's range; nil otherwise.
-func (rd *avRead) synthesise(k, v []byte, at int64) (*allVersionsItem, error) {
+func (rd *avRead) synthesise(k, v []byte, at int64) (*changefeed.Item, error) {
 	seq := decodeSeq(k)
 	key := changefeed.ExpiryOf(at, seq).Append(nil)
 	if bytes.Compare(key, rd.after) <= 0 || bytes.Compare(key, rd.w) > 0 {
@@ -211,7 +171,7 @@ func (rd *avRead) synthesise(k, v []byte, at int64) (*allVersionsItem, error) {
 	if !ok || ek.Second != at {
 		return nil, nil // it expires at another instant, or never
 	}
-	return &allVersionsItem{key: key, suffix: bytes.Clone(suffix), rec: rec}, nil
+	return &changefeed.Item{Key: key, Suffix: bytes.Clone(suffix), Rec: rec}, nil
 }
 
 // readAllVersions reads one page of the all versions and deletes feed into
@@ -274,55 +234,32 @@ func (s *scope) readAllVersions(r kv.Reader, opts ChangeFeedOptions, durable cha
 	streams, err := rd.streams()
 	defer func() {
 		for _, st := range streams {
-			st.close()
+			st.Close()
 		}
 	}()
 	if err != nil {
 		return err
 	}
-	limit := pageLimit(opts.MaxItems)
-	last, full, bytesOut := after.Append(nil), false, 0
-	for {
-		var best allVersionsStream
-		for _, st := range streams {
-			if c := st.cur(); c != nil && (best == nil || bytes.Compare(c.key, best.cur().key) < 0) {
-				best = st
-			}
+	emit := func(item *changefeed.Item) int {
+		if item.Rec.Op == changefeed.OpDelete {
+			item.Rec.ID, item.Rec.PartitionKey = s.identity(item.Suffix)
 		}
-		if best == nil {
-			break
-		}
-		item := best.cur()
-		if bytes.Compare(item.key, last) <= 0 { // one expiry from two epochs' streams
-			if err := best.next(); err != nil {
-				return err
-			}
-			continue
-		}
-		if filter.match(item.suffix) {
-			if len(page.Docs) >= limit || bytesOut >= maxPageBytes {
-				full = true
-				break
-			}
-			if item.rec.Op == changefeed.OpDelete {
-				item.rec.ID, item.rec.PartitionKey = s.identity(item.suffix)
-			}
-			doc := item.rec.AppendWire(nil)
-			page.Docs = append(page.Docs, doc)
-			bytesOut += len(doc)
-		}
-		last = item.key
-		if err := best.next(); err != nil {
-			return err
-		}
+		doc := item.Rec.AppendWire(nil)
+		page.Docs = append(page.Docs, doc)
+		return len(doc)
+	}
+	m, err := changefeed.Merge(streams, rd.after, filter.match, pageLimit(opts.MaxItems), maxPageBytes, emit)
+	if err != nil {
+		return err
 	}
 	for _, st := range streams {
-		if err := st.close(); err != nil {
+		if err := st.Close(); err != nil {
 			return err
 		}
 	}
 	streams = nil
-	if !full {
+	last := m.Last
+	if !m.Full {
 		last = rd.w
 	}
 	k, err := changefeed.DecodeKey(last)
@@ -336,11 +273,11 @@ func (s *scope) readAllVersions(r kv.Reader, opts ChangeFeedOptions, durable cha
 
 // streams opens the read's streams, each positioned on its first record:
 // the log, and the expiry indexes for each epoch that meets the range.
-func (rd *avRead) streams() ([]allVersionsStream, error) {
+func (rd *avRead) streams() ([]changefeed.Stream, error) {
 	rid := rd.s.rid
 	logStart := append(feedLogKey(rid, rd.afterKey), 0)
 	logEnd := append(feedLogKey(rid, rd.wKey), 0)
-	streams := []allVersionsStream{&logStream{rd: rd, it: rd.r.Scan(logStart, logEnd, false)}}
+	streams := []changefeed.Stream{&logStream{rd: rd, it: rd.r.Scan(logStart, logEnd, false)}}
 	if h := rd.s.c.TTLHistory; h != nil {
 		lo, hi := max(rd.afterKey.Second, rd.from), rd.wKey.Second
 		for i, ep := range h.Epochs {
@@ -369,7 +306,7 @@ func (rd *avRead) streams() ([]allVersionsStream, error) {
 		}
 	}
 	for _, st := range streams {
-		if err := st.next(); err != nil {
+		if err := st.Next(); err != nil {
 			return streams, err
 		}
 	}
