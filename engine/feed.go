@@ -8,6 +8,7 @@ import (
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/ru"
+	"github.com/lethe-db/lethe/ttl"
 )
 
 // FeedOptions select one page of a container's read feed.
@@ -27,6 +28,9 @@ type FeedOptions struct {
 type FeedPage struct {
 	// Docs are the live documents of the page, in insertion order.
 	Docs [][]byte
+	// Expires holds, for each of Docs, when it expires under the
+	// container's current TTL policy (Unix seconds), or 0 if it never does.
+	Expires []int64
 	// Continuation resumes the feed; "" when there is nothing more.
 	Continuation string
 	// Charge is the request charge.
@@ -101,6 +105,11 @@ func (e *Engine) ReadFeed(ctx context.Context, dbID, collID string, opts FeedOpt
 				break
 			}
 			page.Docs = append(page.Docs, append([]byte(nil), rec.json...))
+			at, expires := ttl.ExpiresAt(rec.ts, rec.own, s.pol)
+			if !expires {
+				at = 0
+			}
+			page.Expires = append(page.Expires, at)
 			bytesOut += len(rec.json)
 			last = seq
 		}

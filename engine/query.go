@@ -34,6 +34,10 @@ type QueryOptions struct {
 	// partition key range (SDKs that run query plans send one query per
 	// range); the zero value reads every range.
 	Scope Scope
+	// ServeAll evaluates the query even when it is a cross-partition query
+	// that Cosmos DB's gateway refuses, as Options.ServeAllCrossPartitionQueries
+	// does for every request: for clients without a query pipeline.
+	ServeAll bool
 }
 
 // QueryPage is one page of query results.
@@ -148,7 +152,7 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 		if err != nil {
 			return err
 		}
-		if !e.opts.ServeAllCrossPartitionQueries && s.needsPlan(q, opts) {
+		if !e.opts.ServeAllCrossPartitionQueries && !opts.ServeAll && s.needsPlan(q, opts) {
 			return crossPartitionRefused(q, opts.Params)
 		}
 		tok, err := decodeQueryToken(opts.Continuation, s.c.RID, qh)

@@ -16,10 +16,22 @@ import (
 	"github.com/lethe-db/lethe/engine"
 )
 
-// Lethe's admin API drives the server clock in tests. It is served only when
-// Options.ManualClock is set (lethe serve --clock=manual):
+// Lethe's admin API: what the web console and tests need that the Cosmos DB
+// REST API lacks. Always served:
 //
-//	GET  /_lethe/clock   {"now": <unix seconds>, "nowRfc3339": "..."}
+//	GET  /_lethe/clock   {"now": <unix seconds>, "nowRfc3339": "...", "manual": bool}
+//	GET  /_lethe/dbs/{db}/colls/{coll}/ttl
+//	                     the container's TTL status: its policy, the purge's
+//	                     backlog, the documents expiring in each coming
+//	                     minute (60) and hour (24); see ttlStatusBody
+//	GET  /_lethe/dbs/{db}/colls/{coll}/items
+//	                     a page of the container's read feed with each
+//	                     document's expiry instant under the server's rule
+//	                     (x-ms-max-item-count, x-ms-continuation as for the
+//	                     read feed); see itemsBody
+//
+// Only when Options.ManualClock is set (lethe serve --clock=manual):
+//
 //	POST /_lethe/clock   {"advanceSeconds": N} or {"set": <unix seconds>}; answers like GET
 //	POST /_lethe/purge   purges every expired document now, and trims the change
 //	                     feed logs past their retention; {"purged": n}
@@ -30,10 +42,10 @@ import (
 // ways: the header "x-lethe-master-key: <base64 master key>", compared in
 // constant time; or, when that header is absent, a Cosmos master-key signature
 // exactly as for any other path, with the resource type and link derived from
-// the path by the usual rule (see resourceFromPath): for /_lethe/clock the type
-// is "_lethe" and the link "_lethe/clock", for /_lethe/purge "_lethe" and
-// "_lethe/purge". Request dates are checked against Options.Now, the wall clock,
-// never against the manual clock.
+// the path by the usual rule (see resourceOf): for /_lethe/clock the type
+// is "_lethe" and the link "_lethe/clock", for /_lethe/dbs/d/colls/c/ttl the
+// type "c" and the link "_lethe/dbs/d/colls/c/ttl". Request dates are checked
+// against Options.Now, the wall clock, never against the manual clock.
 
 // adminSegment is the first path segment of the admin API.
 const adminSegment = "_lethe"
@@ -55,18 +67,29 @@ func (s *Server) serveAdmin(w http.ResponseWriter, rq *request) {
 		s.writeError(w, rq, err)
 		return
 	}
-	if s.opts.ManualClock == nil {
-		s.writeError(w, rq, lethe.Errorf(lethe.CodeNotFound, "The Lethe admin API (/_lethe/...) is off. Start the server with --clock=manual (or LETHE_CLOCK=manual) to enable /_lethe/clock and /_lethe/purge."))
-		return
-	}
 	seg := rq.segs
 	switch {
 	case len(seg) == 2 && seg[1] == "clock":
-		s.method(w, rq, map[string]handler{"GET": s.getClock, "POST": s.postClock})
+		s.method(w, rq, map[string]handler{"GET": s.getClock, "POST": s.manualOnly(s.postClock)})
 	case len(seg) == 2 && seg[1] == "purge":
-		s.method(w, rq, map[string]handler{"POST": s.postPurge})
+		s.method(w, rq, map[string]handler{"POST": s.manualOnly(s.postPurge)})
+	case len(seg) == 6 && seg[1] == "dbs" && seg[3] == "colls" && seg[5] == "ttl":
+		s.method(w, rq, map[string]handler{"GET": s.getTTLStatus})
+	case len(seg) == 6 && seg[1] == "dbs" && seg[3] == "colls" && seg[5] == "items":
+		s.method(w, rq, map[string]handler{"GET": s.getItems})
 	default:
-		s.writeError(w, rq, lethe.Errorf(lethe.CodeNotFound, "The path '%s' is not part of the Lethe admin API, which serves /_lethe/clock and /_lethe/purge.", truncateInput(rq.r.URL.Path, 200)))
+		s.writeError(w, rq, lethe.Errorf(lethe.CodeNotFound, "The path '%s' is not part of the Lethe admin API, which serves /_lethe/clock, /_lethe/purge, and /_lethe/dbs/{db}/colls/{coll}/ttl and /items.", truncateInput(rq.r.URL.Path, 200)))
+	}
+}
+
+// manualOnly serves h only when the server runs a manual clock.
+func (s *Server) manualOnly(h handler) handler {
+	return func(w http.ResponseWriter, rq *request) {
+		if s.opts.ManualClock == nil {
+			s.writeError(w, rq, lethe.Errorf(lethe.CodeNotFound, "POST %s needs the manual clock: start the server with --clock=manual (or LETHE_CLOCK=manual) to move the clock and purge on demand.", truncateInput(rq.r.URL.Path, 100)))
+			return
+		}
+		h(w, rq)
 	}
 }
 
@@ -94,6 +117,8 @@ func (s *Server) checkAdminAuth(rq *request) error {
 type clockBody struct {
 	Now        int64  `json:"now"`
 	NowRFC3339 string `json:"nowRfc3339"`
+	// Manual reports that the clock moves only through POST /_lethe/clock.
+	Manual bool `json:"manual"`
 }
 
 // writeClock answers with the engine's current time, which is what operations
@@ -105,7 +130,7 @@ func (s *Server) writeClock(w http.ResponseWriter, rq *request) {
 		s.writeError(w, rq, err)
 		return
 	}
-	rq.writeJSON(w, http.StatusOK, clockBody{Now: now, NowRFC3339: time.Unix(now, 0).UTC().Format(time.RFC3339)})
+	rq.writeJSON(w, http.StatusOK, clockBody{Now: now, NowRFC3339: rfc3339(now), Manual: s.opts.ManualClock != nil})
 }
 
 func (s *Server) getClock(w http.ResponseWriter, rq *request) { s.writeClock(w, rq) }
@@ -220,4 +245,90 @@ func parseClockMove(body []byte) (clockMove, error) {
 	}
 	mv.seconds = n
 	return mv, nil
+}
+
+// rfc3339 renders Unix seconds as the console and the admin API show times.
+func rfc3339(sec int64) string { return time.Unix(sec, 0).UTC().Format(time.RFC3339) }
+
+// ttlStatusBody is the response of GET /_lethe/dbs/{db}/colls/{coll}/ttl.
+type ttlStatusBody struct {
+	Now int64 `json:"now"`
+	// DefaultTTL is the container's defaultTtl: absent (TTL off), -1 or n.
+	DefaultTTL *int64 `json:"defaultTtl,omitempty"`
+	// Backlog is the expired documents not yet physically deleted.
+	Backlog struct {
+		Documents int64 `json:"documents"`
+		Bytes     int64 `json:"bytes"`
+		// OldestExpired is when the longest-waiting of them expired (absent
+		// when there is none), OldestAgeSeconds how long ago that was.
+		OldestExpired    string `json:"oldestExpired,omitempty"`
+		OldestAgeSeconds *int64 `json:"oldestAgeSeconds,omitempty"`
+	} `json:"backlog"`
+	// Purged counts the documents the purger deleted since the server started.
+	Purged int64 `json:"purged"`
+	// Upcoming counts documents by when they will expire: ByMinute[i] those
+	// at an instant in (now + 60i, now + 60(i+1)], ByHour[i] likewise by hour.
+	Upcoming struct {
+		ByMinute []int64 `json:"byMinute"`
+		ByHour   []int64 `json:"byHour"`
+	} `json:"upcoming"`
+}
+
+func (s *Server) getTTLStatus(w http.ResponseWriter, rq *request) {
+	st, err := s.opts.Engine.ContainerTTLStatus(rq.r.Context(), rq.segs[2], rq.segs[4])
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	var b ttlStatusBody
+	b.Now, b.DefaultTTL, b.Purged = st.Now, st.Policy.DefaultTTL(), st.Purged
+	b.Backlog.Documents, b.Backlog.Bytes = st.PendingDocuments, st.PendingBytes
+	if !st.OldestPending.IsZero() {
+		at := st.OldestPending.Unix()
+		age := max(st.Now-at, 0)
+		b.Backlog.OldestExpired, b.Backlog.OldestAgeSeconds = rfc3339(at), &age
+	}
+	b.Upcoming.ByMinute, b.Upcoming.ByHour = st.ByMinute[:], st.ByHour[:]
+	rq.writeJSON(w, http.StatusOK, b)
+}
+
+// itemsBody is the response of GET /_lethe/dbs/{db}/colls/{coll}/items.
+type itemsBody struct {
+	Items []itemBody `json:"items"`
+	// Continuation resumes the listing (as x-ms-continuation); absent at the end.
+	Continuation  string  `json:"continuation,omitempty"`
+	RequestCharge float64 `json:"requestCharge"`
+}
+
+// itemBody is one document with its expiry instant under the container's
+// current policy: Expires (RFC 3339) and ExpiresAt (Unix seconds) are
+// absent when it never expires.
+type itemBody struct {
+	Document  json.RawMessage `json:"document"`
+	Expires   string          `json:"expires,omitempty"`
+	ExpiresAt int64           `json:"expiresAt,omitempty"`
+}
+
+func (s *Server) getItems(w http.ResponseWriter, rq *request) {
+	n, err := rq.maxItemCount()
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	page, err := s.opts.Engine.ReadFeed(rq.r.Context(), rq.segs[2], rq.segs[4], engine.FeedOptions{
+		MaxItems: n, Continuation: rq.header("x-ms-continuation"),
+	})
+	if err != nil {
+		s.writeError(w, rq, err)
+		return
+	}
+	b := itemsBody{Items: make([]itemBody, len(page.Docs)), Continuation: page.Continuation, RequestCharge: page.Charge}
+	for i, doc := range page.Docs {
+		b.Items[i].Document = doc
+		if at := page.Expires[i]; at != 0 {
+			b.Items[i].Expires, b.Items[i].ExpiresAt = rfc3339(at), at
+		}
+	}
+	rq.charge = page.Charge
+	rq.writeJSON(w, http.StatusOK, b)
 }

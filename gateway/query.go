@@ -22,6 +22,11 @@ type querySpec struct {
 	} `json:"parameters"`
 }
 
+// headerServeAll asks the server to evaluate a cross-partition query that
+// Cosmos DB's gateway would refuse (it needs a client-side query pipeline):
+// a Lethe extension for clients without one.
+const headerServeAll = "x-lethe-serve-cross-partition"
+
 // queryOptions decodes a query request: body, parameters, page size and continuation.
 func (rq *request) queryOptions() (engine.QueryOptions, error) {
 	var opts engine.QueryOptions
@@ -63,6 +68,9 @@ func (rq *request) queryOptions() (engine.QueryOptions, error) {
 	// and decodes the answer with decodeURIComponent + JSON.parse (its
 	// FeedResponse.indexMetrics), so it needs the V2 format (writeQueryPage).
 	opts.IndexMetrics = rq.flag("x-ms-cosmos-populateindexmetrics") || rq.flag(headerIndexMetricsV2)
+	// Lethe's own clients that run no query pipeline (the web console) ask
+	// for the whole query to be evaluated here, as --serve-all-cross-partition-queries does.
+	opts.ServeAll = rq.flag(headerServeAll)
 	return opts, nil
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"github.com/lethe-db/lethe/console"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -17,6 +18,16 @@ import (
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Metrics != nil && isScrape(r) {
 		s.serveMetrics(w, r)
+		return
+	}
+	// The web console's pages need no key (their API calls are signed); a
+	// browser that opens the account root gets the console.
+	switch p := r.URL.Path; {
+	case strings.HasPrefix(p, console.Prefix):
+		s.console.ServeHTTP(w, r)
+		return
+	case p == strings.TrimSuffix(console.Prefix, "/") || p == "/" && console.WantsPage(r):
+		http.Redirect(w, r, console.Prefix, http.StatusFound)
 		return
 	}
 	rq := &request{r: r, activity: r.Header.Get("x-ms-activity-id")}

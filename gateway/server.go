@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"github.com/lethe-db/lethe/console"
 	"io"
 	"log/slog"
 	"net"
@@ -57,9 +58,10 @@ type Options struct {
 
 // Server is the HTTP server of the Cosmos DB REST API.
 type Server struct {
-	opts Options
-	log  *slog.Logger
-	http *http.Server
+	opts    Options
+	log     *slog.Logger
+	http    *http.Server
+	console http.Handler // the web console's pages, at console.Prefix
 }
 
 // New returns a server for opts. Serve it with Serve or ServeTLS.
@@ -73,7 +75,7 @@ func New(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{opts: opts, log: opts.Logger}
+	s := &Server{opts: opts, log: opts.Logger, console: console.Handler()}
 	s.http = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 30 * time.Second,
