@@ -470,7 +470,7 @@ func TestReadmeRunnerCatchesBrokenExamples(t *testing.T) {
 		name, readme, want string
 	}{
 		{"admin API without the manual clock", "<!-- readme-test: server -->\n```sh\nlethe serve --in-memory\n```\n\n```sh\n" + key +
-			"curl -s -H \"x-lethe-master-key: $KEY\" http://127.0.0.1:8081/_lethe/clock\n```\n", "the server answered HTTP 404"},
+			"curl -s -H \"x-lethe-master-key: $KEY\" -X POST http://127.0.0.1:8081/_lethe/purge\n```\n", "the server answered HTTP 404"},
 		{"a signed resource without a signature", "<!-- readme-test: server -->\n```sh\ngo run ./cmd/lethe serve --in-memory --clock manual\n```\n\n```sh\n" +
 			"curl -s http://localhost:8081/dbs\n```\n", "the server answered HTTP 401"},
 		{"a failing command", "```sh\ngo run ./cmd/lethe bench --no-such-flag\n```\n", "exit status 2"},
