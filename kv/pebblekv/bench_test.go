@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/kv/kvtest"
 )
 
 // countingFS counts file syncs, so that benchmarks can report how many
@@ -66,34 +67,14 @@ func openBench(b *testing.B) (*Store, *atomic.Int64) {
 	return s, &syncs
 }
 
-var benchValue = make([]byte, 100)
-
-func benchKey(i int) []byte { return fmt.Appendf(nil, "key/%08d", i) }
-
-// fill stores n keys in one Update.
-func fill(b *testing.B, s kv.Store, n int) {
-	b.Helper()
-	err := s.Update(context.Background(), func(tx kv.Tx) error {
-		for i := range n {
-			if err := tx.Put(benchKey(i), benchValue); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-}
-
 // BenchmarkGet measures a View with one point read of a 100-byte value.
 func BenchmarkGet(b *testing.B) {
 	const n = 1000
 	s, _ := openBench(b)
-	fill(b, s, n)
+	kvtest.Fill(b, s, n)
 	keys := make([][]byte, n)
 	for i := range keys {
-		keys[i] = benchKey(i)
+		keys[i] = kvtest.BenchKey(i)
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -118,7 +99,7 @@ func BenchmarkPut(b *testing.B) {
 		start := syncs.Load()
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
-			if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put(benchKey(i), benchValue) }); err != nil {
+			if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put(kvtest.BenchKey(i), kvtest.BenchValue) }); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -134,8 +115,8 @@ func BenchmarkPut(b *testing.B) {
 		start := syncs.Load()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				key := benchKey(int(next.Add(1)))
-				if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put(key, benchValue) }); err != nil {
+				key := kvtest.BenchKey(int(next.Add(1)))
+				if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put(key, kvtest.BenchValue) }); err != nil {
 					b.Error(err)
 					return
 				}
@@ -156,7 +137,7 @@ func BenchmarkPutInMemory(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put(benchKey(i), benchValue) }); err != nil {
+		if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put(kvtest.BenchKey(i), kvtest.BenchValue) }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -166,13 +147,13 @@ func BenchmarkPutInMemory(b *testing.B) {
 func BenchmarkScan100(b *testing.B) {
 	const n, span = 2000, 100
 	s, _ := openBench(b)
-	fill(b, s, n)
+	kvtest.Fill(b, s, n)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		start := (i * 37) % (n - span)
 		err := s.View(ctx, func(r kv.Reader) error {
-			it := r.Scan(benchKey(start), nil, false)
+			it := r.Scan(kvtest.BenchKey(start), nil, false)
 			defer it.Close()
 			got := 0
 			for got < span && it.Next() {

@@ -1,0 +1,119 @@
+package pgkv
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/kv/kvtest"
+	"github.com/lethe-db/lethe/kv/pgkv/pgtest"
+)
+
+// The benchmarks mirror pebblekv's (same keys, 100-byte values, same names),
+// so that the two backends can be compared; here every operation includes
+// the round trips to a local server.
+
+// openBench opens a store on a fresh schema with room for parallel writers.
+func openBench(b *testing.B) *Store {
+	b.Helper()
+	return openSchema(b, pgtest.Schema(b), Options{MaxConns: 8})
+}
+
+// BenchmarkGet measures a View with one point read of a 100-byte value: two
+// round trips (BEGIN+SELECT, COMMIT).
+func BenchmarkGet(b *testing.B) {
+	const n = 1000
+	s := openBench(b)
+	kvtest.Fill(b, s, n)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		err := s.View(ctx, func(r kv.Reader) error {
+			_, err := r.Get(kvtest.BenchKey(i % n))
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPut measures single-key Updates: durable ones from one writer and
+// from many goroutines at once (PostgreSQL's group commit shares WAL
+// flushes), and UpdateNoSync from one writer.
+func BenchmarkPut(b *testing.B) {
+	b.Run("serial", func(b *testing.B) {
+		s := openBench(b)
+		ctx := context.Background()
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put(kvtest.BenchKey(i), kvtest.BenchValue) }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		s := openBench(b)
+		ctx := context.Background()
+		var next atomic.Int64
+		b.SetParallelism(4) // 4 × GOMAXPROCS writers, 8 connections
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				key := kvtest.BenchKey(int(next.Add(1)))
+				if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put(key, kvtest.BenchValue) }); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("nosync", func(b *testing.B) {
+		s := openBench(b)
+		ctx := context.Background()
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if err := s.UpdateNoSync(ctx, func(tx kv.Tx) error { return tx.Put(kvtest.BenchKey(i), kvtest.BenchValue) }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// benchScan measures a View that iterates over span consecutive keys of
+// 2*span: the first page and as many larger ones as the span needs.
+func benchScan(b *testing.B, span int) {
+	n := 2 * span
+	s := openBench(b)
+	kvtest.Fill(b, s, n)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		start := (i * 37) % (n - span)
+		err := s.View(ctx, func(r kv.Reader) error {
+			it := r.Scan(kvtest.BenchKey(start), nil, false)
+			defer it.Close()
+			got := 0
+			for got < span && it.Next() {
+				got++
+			}
+			if got != span {
+				return fmt.Errorf("scanned %d keys, want %d", got, span)
+			}
+			return it.Err()
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkScan100 measures a 100-key scan: one page, two round trips.
+func BenchmarkScan100(b *testing.B) { benchScan(b, 100) }
+
+// BenchmarkScan1000 measures a 1,000-key scan: pages of 128, 512 and 2048
+// rows, four round trips.
+func BenchmarkScan1000(b *testing.B) { benchScan(b, 1000) }

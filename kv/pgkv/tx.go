@@ -1,0 +1,341 @@
+package pgkv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lethe-db/lethe/kv"
+)
+
+// txMode is the kind of transaction a txn runs.
+type txMode int
+
+const (
+	modeView txMode = iota
+	modeUpdate
+	modeUpdateNoSync
+)
+
+// beginSQL holds the statements that open a transaction of each mode. They
+// are sent with the transaction's first read or write, not on their own.
+var beginSQL = [...][]string{
+	modeView:         {"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"},
+	modeUpdate:       {"BEGIN ISOLATION LEVEL SERIALIZABLE"},
+	modeUpdateNoSync: {"BEGIN ISOLATION LEVEL SERIALIZABLE", "SET LOCAL synchronous_commit = off"},
+}
+
+// Limits on the writes a transaction buffers before it sends them without
+// waiting for a read or the commit: they bound the memory a large
+// transaction holds in its pending batch, and the size of one pipelined
+// round trip.
+const (
+	maxBatchStatements = 512
+	maxBatchBytes      = 1 << 20
+)
+
+// rollbackTimeout bounds the ROLLBACK sent when a transaction ends without
+// committing (fn failed, panicked or met a conflict), also when the caller's
+// context has ended. If it fails, the pool closes the connection, and the
+// server rolls back when it notices.
+const rollbackTimeout = 5 * time.Second
+
+// errEnded is returned by a transaction used after its function returned, for
+// example through an iterator it left open.
+var errEnded = errors.New("pgkv: transaction used after its function returned")
+
+// txn is a transaction on one pooled connection: the kv.Tx of Update, and,
+// wrapped in a reader, the kv.Reader of View. Its methods may be called from
+// several goroutines; they take turns on the connection.
+type txn struct {
+	ctx  context.Context // the View's or Update's, for the duration of the call
+	s    *Store
+	sql  *statements
+	mode txMode
+
+	mu struct {
+		sync.Mutex
+		// conn is the transaction's connection; nil once it has ended.
+		conn *pgxpool.Conn
+		// batch holds the statements not sent yet: the BEGIN until the first
+		// round trip, then the writes buffered since the last one.
+		batch *pgx.Batch
+		// batchBytes is the size of the keys and values in batch.
+		batchBytes int
+		// writes counts the write statements in batch.
+		writes int
+		// begun is set once the BEGIN has been sent.
+		begun bool
+		// err is the first error a round trip met. PostgreSQL aborts the
+		// transaction on any error, so every later call returns it.
+		err error
+	}
+}
+
+func newTxn(ctx context.Context, s *Store, conn *pgxpool.Conn, mode txMode) *txn {
+	t := &txn{ctx: ctx, s: s, sql: &s.sql, mode: mode}
+	t.mu.conn = conn
+	t.mu.batch = &pgx.Batch{}
+	for _, q := range beginSQL[mode] {
+		t.mu.batch.Queue(q)
+	}
+	return t
+}
+
+var _ kv.Tx = (*txn)(nil)
+
+// reader is the kv.Reader of a View. It is a type of its own so that a View's
+// function cannot reach the write methods, even by a type assertion.
+type reader struct{ t *txn }
+
+var _ kv.Reader = reader{}
+
+// Get implements kv.Reader.
+func (r reader) Get(key []byte) ([]byte, error) { return r.t.Get(key) }
+
+// Scan implements kv.Reader.
+func (r reader) Scan(start, end []byte, reverse bool) kv.Iterator {
+	return r.t.Scan(start, end, reverse)
+}
+
+// roundTrip sends the pending statements and then q, if q is not empty, in
+// one pipelined round trip. It passes q's rows to read, or executes q when
+// read is nil. Any error is recorded as the transaction's. t.mu must be held.
+func (t *txn) roundTrip(op, q string, args []any, read func(pgx.Rows) error) error {
+	if t.mu.conn == nil {
+		return errEnded
+	}
+	if t.mu.err != nil {
+		return t.mu.err
+	}
+	b := t.mu.batch
+	pending := b.Len()
+	if q != "" {
+		b.Queue(q, args...)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	t.mu.batch, t.mu.batchBytes, t.mu.writes, t.mu.begun = &pgx.Batch{}, 0, 0, true
+
+	br := t.mu.conn.SendBatch(t.ctx, b)
+	var err error
+	for range pending {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	if err == nil && q != "" {
+		if read == nil {
+			var tag pgconn.CommandTag
+			tag, err = br.Exec()
+			if err == nil && q == "COMMIT" && tag.String() != "COMMIT" {
+				err = fmt.Errorf("COMMIT returned %q", tag.String())
+			}
+		} else {
+			err = readRows(br, read)
+		}
+	}
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		t.mu.err = mapError(t.ctx, op, err)
+		return t.mu.err
+	}
+	return nil
+}
+
+// readRows passes the rows of the next result of br to read.
+func readRows(br pgx.BatchResults, read func(pgx.Rows) error) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if err := read(rows); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// columns sets dst[i] to the bytes of column i of the current row. They are
+// the driver's buffer in the binary format (pgx's default, a bytea's raw
+// bytes), valid until rows moves; in the text format (simple protocol, set in
+// the DSN), pgx decodes them.
+func columns(rows pgx.Rows, dst [][]byte) error {
+	fields := rows.FieldDescriptions()
+	binary := true
+	for i := range dst {
+		binary = binary && fields[i].Format == pgx.BinaryFormatCode
+	}
+	if binary {
+		copy(dst, rows.RawValues())
+		return nil
+	}
+	vals, err := rows.Values()
+	if err != nil {
+		return fmt.Errorf("decode row: %w", err)
+	}
+	for i := range dst {
+		b, ok := vals[i].([]byte)
+		if !ok {
+			return fmt.Errorf("column %d is %T, want bytea", i, vals[i])
+		}
+		dst[i] = b
+	}
+	return nil
+}
+
+// nonNil returns b, or an empty slice for nil, which pgx would send as NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// Get implements kv.Reader. The value is a copy the caller owns.
+func (t *txn) Get(key []byte) ([]byte, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var (
+		value []byte
+		found bool
+		cols  [1][]byte
+	)
+	err := t.roundTrip("get", t.sql.get, []any{nonNil(key)}, func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return nil
+		}
+		if err := columns(rows, cols[:]); err != nil {
+			return err
+		}
+		value, found = append([]byte{}, cols[0]...), true
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, kv.ErrNotFound
+	}
+	return value, nil
+}
+
+// queueWrite buffers the write statement q, whose keys and values are size
+// bytes, and sends the buffer once it is large. t.mu must be held.
+func (t *txn) queueWrite(q string, size int, args ...any) error {
+	if t.mu.conn == nil {
+		return errEnded
+	}
+	if t.mu.err != nil {
+		return t.mu.err
+	}
+	t.mu.batch.Queue(q, args...)
+	t.mu.batchBytes += size
+	t.mu.writes++
+	if t.mu.writes >= maxBatchStatements || t.mu.batchBytes >= maxBatchBytes {
+		return t.roundTrip("write", "", nil, nil)
+	}
+	return nil
+}
+
+// Put implements kv.Tx. The write is sent with the transaction's next read or
+// its commit, so an error it meets is reported there.
+func (t *txn) Put(key, value []byte) error {
+	// One allocation for both copies: pgx encodes the arguments only when the
+	// batch is sent, after the caller may have reused them.
+	buf := make([]byte, len(key)+len(value))
+	k, v := buf[:len(key):len(key)], buf[len(key):]
+	copy(k, key)
+	copy(v, value)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.queueWrite(t.sql.put, len(buf), k, v)
+}
+
+// Delete implements kv.Tx; like Put, it is sent later.
+func (t *txn) Delete(key []byte) error {
+	k := append([]byte{}, key...)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.queueWrite(t.sql.del, len(k), k)
+}
+
+// DeleteSized implements kv.Tx. PostgreSQL reclaims space by vacuum whatever
+// the size, so the hint is ignored.
+func (t *txn) DeleteSized(key []byte, _ int) error { return t.Delete(key) }
+
+// DeleteRange implements kv.Tx; like Put, it is sent later.
+func (t *txn) DeleteRange(start, end []byte) error {
+	s := append([]byte{}, start...)
+	if end != nil && bytes.Compare(s, end) >= 0 {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if end == nil {
+		return t.queueWrite(t.sql.delFrom, len(s), s)
+	}
+	e := append([]byte{}, end...)
+	return t.queueWrite(t.sql.delRange, len(s)+len(e), s, e)
+}
+
+// conflicted reports whether a statement of the transaction met a conflict.
+func (t *txn) conflicted() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return errors.Is(t.mu.err, kv.ErrConflict)
+}
+
+// failed returns the first error the transaction's statements met.
+func (t *txn) failed() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.err
+}
+
+// commit sends the buffered writes and COMMIT in one round trip. A
+// transaction that sent nothing has nothing to commit and costs none.
+func (t *txn) commit() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.err != nil {
+		return t.mu.err
+	}
+	if !t.mu.begun && t.mu.writes == 0 {
+		return nil
+	}
+	return t.roundTrip("commit", "COMMIT", nil, nil)
+}
+
+// end rolls back the transaction if it is still open on its connection and
+// returns the connection to the pool. It runs when View or Update returns,
+// also by a panic.
+func (t *txn) end() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	conn := t.mu.conn
+	if conn == nil {
+		return
+	}
+	t.mu.conn = nil
+	pg := conn.Conn().PgConn()
+	if !pg.IsClosed() && !pg.IsBusy() && pg.TxStatus() != 'I' {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), rollbackTimeout)
+		// An error leaves the connection in the transaction: Release then
+		// closes it instead of pooling it.
+		_, _ = conn.Exec(ctx, "ROLLBACK")
+		cancel()
+	}
+	conn.Release()
+}
