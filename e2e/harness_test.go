@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/lethe-db/lethe/kv/pgkv/pgtest"
 )
 
 // emulatorKey is the Cosmos DB emulator's well-known key, Lethe's default.
@@ -55,19 +57,24 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "build lethe:", err)
 			os.Exit(1)
 		}
-		code := m.Run()
+		code := pgtest.Run(m)
 		os.RemoveAll(dir)
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	// pgtest starts a PostgreSQL only for the tests that ask for one, and
+	// stops it after the tests.
+	os.Exit(pgtest.Run(m))
 }
 
 // serverOpts choose how a test server runs.
 type serverOpts struct {
 	DataDir  string // "" with InMemory false means a fresh t.TempDir()
 	InMemory bool
-	TLS      bool
-	Args     []string
+	// Store, if set, is a PostgreSQL URL (--store): the data lives there
+	// (DataDir still holds what a server keeps locally, a TLS certificate).
+	Store string
+	TLS   bool
+	Args  []string
 }
 
 // server is a running lethe process.
@@ -117,7 +124,10 @@ func startServer(t testing.TB, o serverOpts) *server {
 	if o.TLS {
 		args = append(args, "--tls")
 	}
-	if !o.InMemory && !slices.Contains(o.Args, "--disk-reserve") {
+	if o.Store != "" {
+		args = append(args, "--store", o.Store)
+	}
+	if !o.InMemory && o.Store == "" && !slices.Contains(o.Args, "--disk-reserve") {
 		// Dozens of servers run at once: on a large disk each would hold a
 		// 512 MiB ballast (half of the default 1 GiB reserve).
 		args = append(args, "--disk-reserve", "32MiB")

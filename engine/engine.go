@@ -114,7 +114,7 @@ func (o *Options) EnsureDefaults() {
 // Engine is the document store. Create one with Open and release it with Close.
 type Engine struct {
 	opts  Options
-	store kv.Store // the guard over Options.Store; every access goes through it
+	store kv.Store // the guard over Options.Store (behind the lease on a shared store); every access goes through it
 	guard *metaGuard
 	log   *slog.Logger
 
@@ -149,6 +149,9 @@ type Engine struct {
 	// clockUnsaved is set while the clock's high-water mark cannot be
 	// persisted because the disk is full, so that it is logged once.
 	clockUnsaved atomic.Bool
+
+	// lease is the engine's hold on a shared store (nil on an exclusive one).
+	lease *lease
 }
 
 // Open starts an engine over opts.Store, restoring the persisted clock high-water mark.
@@ -160,15 +163,26 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	guard := acquireGuard(opts.Store)
 	e := &Engine{opts: opts, store: guard, guard: guard, log: opts.Logger, budgets: newBudgets()}
 	e.storage.spaceLow, e.storage.max = opts.SpaceLow, opts.MaxStorage
-	err := e.store.View(ctx, func(r kv.Reader) error {
+	l, err := e.takeLease(ctx)
+	if err != nil {
+		releaseGuard(guard)
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if l != nil {
+		e.lease, e.store = l, leasedStore{Store: guard, l: l}
+	}
+	fail := func(err error) (*Engine, error) {
+		l.release()
+		releaseGuard(guard)
+		return nil, err
+	}
+	err = e.store.View(ctx, func(r kv.Reader) error {
 		v, err := r.Get(keyClock)
-		if errors.Is(err, kv.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
+		switch {
+		case errors.Is(err, kv.ErrNotFound):
+		case err != nil:
 			return err
-		}
-		if len(v) == 8 {
+		case len(v) == 8:
 			e.hwm.Store(decodeInt64(v))
 		}
 		if err := e.loadLSNCeiling(r); err != nil {
@@ -177,16 +191,13 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		return e.loadFeedMark(r)
 	})
 	if err != nil {
-		releaseGuard(guard)
-		return nil, fmt.Errorf("engine: read clock high-water mark: %w", err)
+		return fail(fmt.Errorf("engine: read clock high-water mark: %w", err))
 	}
 	if err := e.loadProvisioned(ctx); err != nil {
-		releaseGuard(guard)
-		return nil, fmt.Errorf("engine: %w", err)
+		return fail(fmt.Errorf("engine: %w", err))
 	}
 	if err := e.migrateFeed(ctx); err != nil {
-		releaseGuard(guard)
-		return nil, fmt.Errorf("engine: change feed entries for older documents: %w", err)
+		return fail(fmt.Errorf("engine: change feed entries for older documents: %w", err))
 	}
 	// LSNs only need to grow, also across restarts: they start from the
 	// microseconds since the epoch, or from the persisted ceiling when that
@@ -205,7 +216,10 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 // It is safe to call more than once.
 func (e *Engine) Close() error {
 	e.purger.stop()
-	e.closeOnce.Do(func() { releaseGuard(e.guard) })
+	e.closeOnce.Do(func() {
+		e.lease.release()
+		releaseGuard(e.guard)
+	})
 	return nil
 }
 

@@ -38,7 +38,9 @@ import (
 	"github.com/lethe-db/lethe/cpuprio"
 	"github.com/lethe-db/lethe/engine"
 	"github.com/lethe-db/lethe/gateway"
+	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/kv/pebblekv"
+	"github.com/lethe-db/lethe/kv/pgkv"
 	"github.com/lethe-db/lethe/purgectl"
 	"github.com/lethe-db/lethe/tlscert"
 )
@@ -189,15 +191,18 @@ type config struct {
 	tlsKey      string
 	consistency string
 	inMemory    bool
-	noPurge     bool
-	enforceRU   bool
-	logLevel    string
-	logFormat   string
-	cpuProfile  string
-	clock       string
-	metrics     bool
-	advertise   string
-	allQueries  bool
+	// storeURL is --store: "" for the embedded store at dataDir, else a
+	// PostgreSQL connection URL.
+	storeURL   string
+	noPurge    bool
+	enforceRU  bool
+	logLevel   string
+	logFormat  string
+	cpuProfile string
+	clock      string
+	metrics    bool
+	advertise  string
+	allQueries bool
 	// The purge controller's settings (package purgectl), as given and as
 	// parsed by validate.
 	purgeTargetAge, purgeMaxShare string
@@ -228,6 +233,7 @@ func parseServeFlags(args []string, help io.Writer) (*config, error) {
 	fs.StringVar(&c.tlsCert, "tls-cert", env("LETHE_TLS_CERT", ""), "serve https with this certificate file (LETHE_TLS_CERT)")
 	fs.StringVar(&c.tlsKey, "tls-key", env("LETHE_TLS_KEY", ""), "private key file for --tls-cert (LETHE_TLS_KEY)")
 	fs.StringVar(&c.consistency, "consistency", env("LETHE_CONSISTENCY", "Session"), "account default consistency: Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual (LETHE_CONSISTENCY)")
+	fs.StringVar(&c.storeURL, "store", env("LETHE_STORE", ""), "where the data lives: empty for the embedded store in --data-dir; or a PostgreSQL URL, postgres://user:password@host:port/database (one gateway at a time for now; see docs/postgres.md) (LETHE_STORE)")
 	fs.BoolVar(&c.inMemory, "in-memory", envBool("LETHE_IN_MEMORY"), "keep everything in memory and write nothing to disk: a throwaway server for test suites (LETHE_IN_MEMORY)")
 	// Expiry is decided inline on every request, so turning the purger off
 	// changes nothing clients see; tests use it to prove exactly that.
@@ -341,6 +347,13 @@ func (c *config) validate() error {
 	} else {
 		c.slowDiskThreshold = d
 	}
+	if c.storeURL != "" {
+		if !isPostgresURL(c.storeURL) {
+			errs = append(errs, fmt.Errorf("--store %q is not a PostgreSQL URL (postgres://... or postgresql://...); leave it empty for the embedded store", redactURL(c.storeURL)))
+		} else if c.inMemory {
+			errs = append(errs, errors.New("--in-memory and --store cannot go together: the data is either in memory or in PostgreSQL"))
+		}
+	}
 	if c.feedRetention == "0" {
 		c.feedRetentionTime = 0
 	} else if d, err := time.ParseDuration(c.feedRetention); err != nil || d < 0 || d%time.Minute != 0 || d > 366*24*time.Hour {
@@ -426,8 +439,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	// that requests keep one per core.
 	users := &activity.Tracker{}
 	defer cpuprio.ExtraProcs(pebblekv.BackgroundJobs)()
-	store, err := openStore(ctx, pebblekv.Options{Dir: c.dataDir, InMemory: c.inMemory, Logger: log, Foreground: users.Active,
-		Reserve: c.diskReserveBytes, SlowDiskThreshold: c.slowDiskThreshold})
+	store, embedded, err := openBackend(ctx, c, log, users)
 	if err != nil {
 		return err
 	}
@@ -449,9 +461,12 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		}
 	}()
 	now, manual := serverClock(c.clock)
-	eng, err = engine.Open(ctx, engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, PurgeControl: c.purge, EnforceDefaultThroughput: c.enforceRU, Activity: users, StoreBusy: store.Compacting,
-		ServeAllCrossPartitionQueries: c.allQueries, SpaceLow: store.SpaceLow, MaxStorage: c.maxStorageBytes,
-		ChangeFeedRetention: c.feedRetentionTime})
+	opts := engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, PurgeControl: c.purge, EnforceDefaultThroughput: c.enforceRU, Activity: users,
+		ServeAllCrossPartitionQueries: c.allQueries, MaxStorage: c.maxStorageBytes, ChangeFeedRetention: c.feedRetentionTime}
+	if embedded != nil {
+		opts.StoreBusy, opts.SpaceLow = embedded.Compacting, embedded.SpaceLow
+	}
+	eng, err = engine.Open(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -461,7 +476,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 
 	key, _ := base64.StdEncoding.DecodeString(c.key)
 	srv := gateway.New(gateway.Options{Engine: eng, Key: key, Consistency: c.consistency, Logger: log, Version: versionString(),
-		ManualClock: manual, AdvertiseEndpoint: c.advertise, Metrics: newMetrics(c, eng, store, log)})
+		ManualClock: manual, AdvertiseEndpoint: c.advertise, Metrics: newMetrics(c, eng, embedded, log)})
 
 	var cert *tls.Certificate
 	switch {
@@ -592,5 +607,43 @@ func dataDirLabel(c *config) string {
 	if c.inMemory {
 		return "(in memory)"
 	}
+	if c.storeURL != "" {
+		return redactURL(c.storeURL)
+	}
 	return c.dataDir
+}
+
+// openBackend opens the store --store names: PostgreSQL, or the embedded
+// store, which it also returns as embedded for what only it reports (its
+// disk, its compactions); embedded is nil on PostgreSQL.
+func openBackend(ctx context.Context, c *config, log *slog.Logger, users *activity.Tracker) (store kv.Store, embedded *pebblekv.Store, err error) {
+	if c.storeURL != "" {
+		pg, err := pgkv.Open(ctx, pgkv.Options{DSN: c.storeURL})
+		if err != nil {
+			return nil, nil, fmt.Errorf("open the PostgreSQL store at %s: %w", redactURL(c.storeURL), err)
+		}
+		return pg, nil, nil
+	}
+	embedded, err = openStore(ctx, pebblekv.Options{Dir: c.dataDir, InMemory: c.inMemory, Logger: log, Foreground: users.Active,
+		Reserve: c.diskReserveBytes, SlowDiskThreshold: c.slowDiskThreshold})
+	if err != nil {
+		return nil, nil, err
+	}
+	return embedded, embedded, nil
+}
+
+// isPostgresURL reports whether s is a PostgreSQL connection URL.
+func isPostgresURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql")
+}
+
+// redactURL returns a connection URL without its password, for logs and
+// messages.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	return u.Redacted()
 }

@@ -194,3 +194,26 @@ func TestStorageFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreFlag: --store takes a PostgreSQL URL (from the flag or
+// LETHE_STORE), refuses anything else and --in-memory beside it, and never
+// repeats the URL's password in its messages.
+func TestStoreFlag(t *testing.T) {
+	c, err := parseServeFlags(nil, nil)
+	if err != nil || c.storeURL != "" {
+		t.Fatalf("default: %q, %v", c.storeURL, err)
+	}
+	t.Setenv("LETHE_STORE", "postgres://lethe:s3cret@db:5432/lethe")
+	if c, err = parseServeFlags(nil, nil); err != nil || c.storeURL != "postgres://lethe:s3cret@db:5432/lethe" || dataDirLabel(c) != "postgres://lethe:xxxxx@db:5432/lethe" {
+		t.Fatalf("from the environment: %q (%s), %v", c.storeURL, dataDirLabel(c), err)
+	}
+	for _, args := range [][]string{
+		{"--store", "mysql://lethe:s3cret@db/lethe"},
+		{"--store", "postgresql://lethe:s3cret@db/lethe", "--in-memory"},
+	} {
+		_, err := parseServeFlags(args, nil)
+		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "--store") && !strings.Contains(err.Error(), "--in-memory") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}

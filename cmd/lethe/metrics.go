@@ -13,21 +13,25 @@ import (
 )
 
 // newMetrics returns the server's metrics, or nil when --metrics=false (then
-// nothing is recorded and /metrics is an ordinary unknown path).
+// nothing is recorded and /metrics is an ordinary unknown path). store is the
+// embedded store, nil on PostgreSQL.
 func newMetrics(c *config, eng *engine.Engine, store *pebblekv.Store, log *slog.Logger) *metrics.Metrics {
 	if !c.metrics {
 		return nil
 	}
-	return metrics.New(metrics.Options{
-		TTL:            ttlSource{eng},
-		Logger:         log,
-		CompactionRest: func() time.Duration { return store.Pacing().Rested },
-		LoweredFiles:   func() int64 { return store.Pacing().LoweredFiles },
-		PurgeShare:     func() float64 { return eng.PurgeStats().Share },
-		PurgeBusy:      func() time.Duration { return eng.PurgeStats().Busy },
-		DiskBytes:      func() uint64 { return store.IOStats().DiskBytes },
-		Storage:        func() metrics.Storage { return storageFigures(eng, store) },
-	})
+	opts := metrics.Options{
+		TTL:        ttlSource{eng},
+		Logger:     log,
+		PurgeShare: func() float64 { return eng.PurgeStats().Share },
+		PurgeBusy:  func() time.Duration { return eng.PurgeStats().Busy },
+	}
+	if store != nil { // the embedded store's own figures; PostgreSQL has its own monitoring
+		opts.CompactionRest = func() time.Duration { return store.Pacing().Rested }
+		opts.LoweredFiles = func() int64 { return store.Pacing().LoweredFiles }
+		opts.DiskBytes = func() uint64 { return store.IOStats().DiskBytes }
+		opts.Storage = func() metrics.Storage { return storageFigures(eng, store) }
+	}
+	return metrics.New(opts)
 }
 
 // storageFigures gathers the disk's and the storage limits' figures for a

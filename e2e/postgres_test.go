@@ -1,0 +1,147 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/lethe-db/lethe/kv/pgkv/pgtest"
+)
+
+// TestPostgresStore: a Lethe on PostgreSQL (--store) through the Go SDK:
+// documents, a query, a TTL expiry decided at the instant under the manual
+// clock and then purged, the change feed, and everything still there, with
+// the feed's continuation, after the server restarts on the same database.
+func TestPostgresStore(t *testing.T) {
+	t.Parallel()
+	opts := serverOpts{InMemory: false, Store: pgtest.Database(t), Args: []string{"--clock=manual", "--disable-purger"}}
+	s := startServer(t, opts)
+	cc := mustContainer(t, mustDatabase(t, s.client(t), "db"), pkContainer("c", i32(60)))
+	pk := azcosmos.NewPartitionKeyString("p")
+	for _, doc := range []map[string]any{
+		{"id": "a", "pk": "p", "n": 1},
+		{"id": "b", "pk": "p", "n": 2, "ttl": -1},
+		{"id": "c", "pk": "p", "n": 3, "ttl": 10},
+	} {
+		createDoc(t, cc, pk, doc)
+	}
+	if _, err := cc.ReplaceItem(ctx, pk, "a", []byte(`{"id":"a","pk":"p","n":10}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	ranges, err := cc.ReadFeedRanges(ctx, nil)
+	if err != nil || len(ranges) != 1 {
+		t.Fatalf("feed ranges %v, %v", ranges, err)
+	}
+	feed, err := cc.ReadChangeFeed(ctx, &azcosmos.ChangeFeedOptions{FeedRange: &ranges[0]})
+	if err != nil || feed.Count != 3 {
+		t.Fatalf("change feed from the beginning: %v, %v", feed.Count, err)
+	}
+	token := feed.ContinuationToken
+
+	ids := func(query string) []string {
+		t.Helper()
+		pager := cc.NewQueryItemsPager(query, pk, nil)
+		var out []string
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				t.Fatalf("%s: %v", query, err)
+			}
+			for _, it := range page.Items {
+				var d struct{ ID string }
+				_ = json.Unmarshal(it, &d)
+				out = append(out, d.ID)
+			}
+		}
+		return out
+	}
+	if got := strings.Join(ids("SELECT c.id FROM c WHERE c.n > 2 ORDER BY c.n"), ","); got != "c,a" {
+		t.Fatalf("query: %s, want c,a", got)
+	}
+
+	s.advanceClock(t, 10) // c expires at _ts + 10
+	if st := readStatus(t, cc, pk, "c"); st != http.StatusNotFound {
+		t.Fatalf("c read at its expiry instant: %d, want 404", st)
+	}
+	if got := strings.Join(ids("SELECT c.id FROM c ORDER BY c.id"), ","); got != "a,b" {
+		t.Fatalf("after c's expiry: %s, want a,b", got)
+	}
+	if n := s.purgeNow(t); n != 1 {
+		t.Fatalf("purged %d, want 1 (c)", n)
+	}
+	s.advanceClock(t, 60) // a expires (defaultTtl 60); b never does
+	if got := strings.Join(ids("SELECT c.id FROM c"), ","); got != "b" {
+		t.Fatalf("after a's expiry: %s, want b", got)
+	}
+	createDoc(t, cc, pk, map[string]any{"id": "d", "pk": "p"})
+
+	s.stop(t)
+	s = startServer(t, opts)
+	cc, err = s.client(t).NewContainer("db", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(ids("SELECT c.id FROM c ORDER BY c.id"), ","); got != "b,d" {
+		t.Fatalf("after a restart: %s, want b,d", got)
+	}
+	feed, err = cc.ReadChangeFeed(ctx, &azcosmos.ChangeFeedOptions{Continuation: &token})
+	if err != nil || feed.Count != 1 || !bytes.Contains(feed.Items[0], []byte(`"id":"d"`)) {
+		t.Fatalf("the change feed after the restart, from the token before it: %d items, %v", feed.Count, err)
+	}
+}
+
+// TestPostgresOneGatewayAtATime: until several gateways are supported, a
+// second server on the same database is refused at start with a message
+// saying why; once the first stops it starts; and after a holder is killed
+// (no release) a new one starts as soon as the lease lapses.
+func TestPostgresOneGatewayAtATime(t *testing.T) {
+	t.Parallel()
+	opts := serverOpts{Store: pgtest.Database(t)}
+	first := startServer(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, letheBin, "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--store", opts.Store).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another Lethe gateway is serving this database") {
+		t.Fatalf("a second gateway on the same database: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "password") {
+		t.Errorf("the message shows the connection password: %s", out)
+	}
+	first.stop(t)
+	second := startServer(t, opts) // the first released its lease
+	second.kill()
+	// Killed, it released nothing: a third starts once the lease lapses
+	// (leaseTerm, 10 s), and not before the lease says.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cmd := exec.Command(letheBin, "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--store", opts.Store, "--log-level", "warn")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 200)
+		n, _ := stdout.Read(buf)
+		if bytes.Contains(buf[:n], []byte("listening on")) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return
+		}
+		_ = cmd.Wait()
+		if !strings.Contains(stderr.String(), "another Lethe gateway") {
+			t.Fatalf("a gateway after the holder was killed failed otherwise:\n%s", stderr.String())
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after the holder was killed, its lease still refuses a new gateway:\n%s", stderr.String())
+		}
+		time.Sleep(time.Second) // the lease lapses in its own time
+	}
+}
