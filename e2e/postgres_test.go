@@ -99,8 +99,9 @@ func TestPostgresStore(t *testing.T) {
 
 // TestPostgresOneGatewayAtATime: until several gateways are supported, a
 // second server on the same database is refused at start with a message
-// saying why; once the first stops it starts; and after a holder is killed
-// (no release) a new one starts as soon as the lease lapses.
+// saying why (once it has seen the first renew its lease); once the first
+// stops it starts; and after a holder is killed (no release) a new one waits
+// for the lease to lapse and starts.
 func TestPostgresOneGatewayAtATime(t *testing.T) {
 	t.Parallel()
 	opts := serverOpts{Store: pgtest.Database(t)}
@@ -117,31 +118,9 @@ func TestPostgresOneGatewayAtATime(t *testing.T) {
 	first.stop(t)
 	second := startServer(t, opts) // the first released its lease
 	second.kill()
-	// Killed, it released nothing: a third starts once the lease lapses
-	// (leaseTerm, 10 s), and not before the lease says.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		cmd := exec.Command(letheBin, "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--store", opts.Store, "--log-level", "warn")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		buf := make([]byte, 200)
-		n, _ := stdout.Read(buf)
-		if bytes.Contains(buf[:n], []byte("listening on")) {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			return
-		}
-		_ = cmd.Wait()
-		if !strings.Contains(stderr.String(), "another Lethe gateway") {
-			t.Fatalf("a gateway after the holder was killed failed otherwise:\n%s", stderr.String())
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a minute after the holder was killed, its lease still refuses a new gateway:\n%s", stderr.String())
-		}
-		time.Sleep(time.Second) // the lease lapses in its own time
-	}
+	// Killed, it released nothing: the next one waits for the lease to
+	// lapse (10 s), well within startServer's patience.
+	third := startServer(t, opts)
+	cc := mustContainer(t, mustDatabase(t, third.client(t), "db"), pkContainer("c", nil))
+	createDoc(t, cc, azcosmos.NewPartitionKeyString("p"), map[string]any{"id": "a", "pk": "p"})
 }

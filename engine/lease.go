@@ -66,12 +66,54 @@ func (e *Engine) takeLease(ctx context.Context) (*lease, error) {
 	id := make([]byte, 8)
 	_, _ = rand.Read(id)
 	l := &lease{e: e, holder: hex.EncodeToString(id), stop: make(chan struct{}), done: make(chan struct{})}
-	if err := l.renew(ctx, true); err != nil {
-		return nil, err
+	// A live lease may be a killed gateway's, which lapses within leaseTerm
+	// (a restart after a crash), or a running gateway's, which renews it:
+	// wait until it either lapses or is renewed.
+	var seen int64
+	for {
+		expires, err := l.take(ctx)
+		switch {
+		case err == nil:
+			go l.run()
+			return l, nil
+		case !errors.Is(err, errLeaseHeld):
+			return nil, err
+		case seen != 0 && expires != seen:
+			return nil, err // renewed: its holder runs
+		}
+		if seen == 0 {
+			e.log.Info("waiting for the database's gateway lease: another gateway holds it, and it lapses unless renewed", "until", time.UnixMilli(expires).UTC())
+		}
+		seen = expires
+		wait := time.Until(time.UnixMilli(expires)) + 100*time.Millisecond
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(min(max(wait, 100*time.Millisecond), leaseRenewal)):
+		}
 	}
-	go l.run()
-	return l, nil
 }
+
+// take takes the lease at Open: errLeaseHeld, with the live lease's expiry,
+// when another holder has one.
+func (l *lease) take(ctx context.Context) (expires int64, err error) {
+	err = l.renew(ctx, true)
+	var held *heldError
+	if errors.As(err, &held) {
+		return held.expires, err
+	}
+	return 0, err
+}
+
+// heldError is errLeaseHeld with the live lease's expiry.
+type heldError struct{ expires int64 }
+
+func (h *heldError) Error() string {
+	return fmt.Sprintf("%v (its lease, renewed while it runs, lapses at %s): running several gateways on one database is not supported yet",
+		errLeaseHeld, time.UnixMilli(h.expires).UTC().Format(time.RFC3339))
+}
+
+func (h *heldError) Unwrap() error { return errLeaseHeld }
 
 // renew extends the lease; first is the taking at Open, which fails on a
 // live lease of another holder. A renewal that finds one marks the lease
@@ -91,7 +133,7 @@ func (l *lease) renew(ctx context.Context, first bool) error {
 			}
 			if cur.Holder != l.holder && cur.Expires > now.UnixMilli() {
 				if first {
-					return fmt.Errorf("%w (its lease runs until %s): running several gateways on one database is not supported yet", errLeaseHeld, time.UnixMilli(cur.Expires).UTC().Format(time.RFC3339))
+					return &heldError{expires: cur.Expires}
 				}
 				l.lost.Store(true)
 				return nil

@@ -17,7 +17,8 @@ type sharedStore struct{ kv.Store }
 
 // TestLeaseOneEngineOnASharedStore: on a store shared between processes one
 // engine runs at a time: a second is refused at Open while the first's lease
-// is live, and opens once the first closed (and released it). An engine that
+// is live (once it has seen that lease renewed: a lease that lapses instead
+// was a killed engine's), and opens once the first closed (and released it). An engine that
 // finds its lease taken by another refuses every request with a 503, and
 // leaves the other's lease alone when it closes.
 func TestLeaseOneEngineOnASharedStore(t *testing.T) {
