@@ -9,7 +9,8 @@
 // the child process and its pipes are unref'd, so a forgotten stop() can never
 // keep node (and so `npm test`) from exiting.
 
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import https from "node:https";
 import { tmpdir } from "node:os";
@@ -35,6 +36,23 @@ process.on("exit", () => {
     }
   }
 });
+
+let databases = 0;
+
+/**
+ * Returns the URL of a database on the PostgreSQL server at admin (an admin
+ * URL): a new one, or for a data directory the one made for it before.
+ */
+function postgresDatabase(admin, dataDir) {
+  const name = dataDir
+    ? `lethe_js_dir_${createHash("sha256").update(dataDir).digest("hex").slice(0, 16)}`
+    : `lethe_js_${process.pid}_${++databases}`;
+  const exists = execFileSync("psql", [admin, "-tAq", "-c", `SELECT 1 FROM pg_database WHERE datname = '${name}'`], { encoding: "utf8" }).trim();
+  if (exists !== "1") execFileSync("psql", [admin, "-q", "-v", "ON_ERROR_STOP=1", "-c", `CREATE DATABASE ${name}`]);
+  const u = new URL(admin);
+  u.pathname = `/${name}`;
+  return u.href;
+}
 
 /** The binary under test: $LETHE_BIN (scripts/test sets it to bin/lethe). */
 export function letheBin() {
@@ -73,7 +91,13 @@ export async function removeDir(dir) {
  */
 export async function startServer({ dataDir, tls = false, args = [] } = {}) {
   const argv = ["serve", "--addr", "127.0.0.1:0"];
-  if (dataDir) argv.push("--data-dir", dataDir);
+  const pg = process.env.LETHE_E2E_POSTGRES;
+  if (pg) {
+    // On PostgreSQL (scripts/test runs the suite a second time so): a fresh
+    // database for a throwaway server, the same one again for the same
+    // data directory (a restart); the directory keeps what stays local.
+    argv.push("--store", postgresDatabase(pg, dataDir), "--data-dir", dataDir ?? (await makeTempDir("lethe-js-local-")));
+  } else if (dataDir) argv.push("--data-dir", dataDir);
   else argv.push("--in-memory");
   if (tls) argv.push("--tls");
   argv.push(...args);
