@@ -169,7 +169,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if l != nil {
-		e.lease, e.store = l, leasedStore{Store: guard, l: l}
+		e.lease, e.store = l, leasedStore{Store: guard, l: l, writer: &sync.Mutex{}}
 	}
 	fail := func(err error) (*Engine, error) {
 		l.release()

@@ -212,10 +212,16 @@ func (l *lease) release() {
 }
 
 // leasedStore is the store as an engine holding a lease sees it: every
-// transaction is refused once the lease is lost.
+// transaction is refused once the lease is lost; and writing transactions run
+// one at a time, as the embedded store's writer lock runs them. Concurrent
+// ones would all conflict on the counters every write updates (the
+// container's sequence and usage tallies, docs/postgres.md section 3) and
+// retry with backoff: 8 clients creating documents got 658 creates/s with a
+// p99 of 206 ms so, against 950 and 13 ms serialised (lethe bench, loopback).
 type leasedStore struct {
 	kv.Store
-	l *lease
+	l      *lease
+	writer *sync.Mutex
 }
 
 // View implements [kv.Store].
@@ -228,16 +234,19 @@ func (s leasedStore) View(ctx context.Context, fn func(kv.Reader) error) error {
 
 // Update implements [kv.Store].
 func (s leasedStore) Update(ctx context.Context, fn func(kv.Tx) error) error {
-	if err := s.l.check(); err != nil {
-		return err
-	}
-	return s.Store.Update(ctx, fn)
+	return s.update(ctx, fn, s.Store.Update)
 }
 
 // UpdateNoSync implements [kv.Store].
 func (s leasedStore) UpdateNoSync(ctx context.Context, fn func(kv.Tx) error) error {
+	return s.update(ctx, fn, s.Store.UpdateNoSync)
+}
+
+func (s leasedStore) update(ctx context.Context, fn func(kv.Tx) error, run func(context.Context, func(kv.Tx) error) error) error {
 	if err := s.l.check(); err != nil {
 		return err
 	}
-	return s.Store.UpdateNoSync(ctx, fn)
+	s.writer.Lock()
+	defer s.writer.Unlock()
+	return run(ctx, fn)
 }
