@@ -81,6 +81,21 @@ func TestPostgresStore(t *testing.T) {
 		t.Fatalf("after a's expiry: %s, want b", got)
 	}
 	createDoc(t, cc, pk, map[string]any{"id": "d", "pk": "p"})
+	// A property name of 3,000 bytes (incompressible: PostgreSQL's limit
+	// applies after compression) makes an index key longer than its index
+	// takes: a 400 that says so, and nothing written.
+	name := make([]byte, 3000)
+	for i, x := 0, uint32(1); i < len(name); i++ {
+		x = x*1664525 + 1013904223
+		name[i] = 'a' + byte(x>>24)%26
+	}
+	long := map[string]any{"id": "long", "pk": "p", string(name): 1}
+	if _, err := cc.CreateItem(ctx, pk, mustMarshal(t, long), nil); statusOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "longer than this server's store takes") {
+		t.Fatalf("a document with a 3,000-byte property name: %v, want 400", err)
+	}
+	if st := readStatus(t, cc, pk, "long"); st != http.StatusNotFound {
+		t.Fatalf("the refused document reads %d", st)
+	}
 
 	s.stop(t)
 	s = startServer(t, opts)

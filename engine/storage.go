@@ -171,8 +171,9 @@ func (e *Engine) StorageStatus(ctx context.Context) StorageStatus {
 
 // Translate turns the store's refusals into the domain errors clients see: a
 // full disk (kv.ErrNoSpace) is the 403 of an exhausted storage quota, a read
-// the storage failed (kv.ErrIO) a 503 the client may retry. Other errors are
-// returned unchanged.
+// the storage failed (kv.ErrIO) a 503 the client may retry, a key longer
+// than the store takes (kv.ErrTooLarge) a 400. Other errors are returned
+// unchanged.
 func Translate(err error) error {
 	switch {
 	case err == nil:
@@ -181,6 +182,8 @@ func Translate(err error) error {
 		return errStorageFull()
 	case errors.Is(err, kv.ErrIO):
 		return lethe.Errorf(lethe.CodeServiceUnavailable, "The server could not read its storage (an I/O error); the request may be retried.")
+	case errors.Is(err, kv.ErrTooLarge):
+		return lethe.Errorf(lethe.CodeBadRequest, "The request needs a storage key longer than this server's store takes (PostgreSQL: about 2,700 bytes): the document's id and partition key together, a unique key's value, or an indexed property path is too long. Shorten it, or exclude the path from indexing.")
 	}
 	return err
 }

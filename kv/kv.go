@@ -48,6 +48,10 @@ var (
 	// ErrIO means the storage failed a read (an I/O error, a corrupt block):
 	// that request fails, the store goes on.
 	ErrIO = errors.New("kv: storage I/O error")
+	// ErrTooLarge is returned by Update when a key is longer than the store
+	// takes (PostgreSQL indexes keys up to about 2,700 bytes; Pebble has no
+	// such limit). Nothing was written.
+	ErrTooLarge = errors.New("kv: key too large for the store")
 )
 
 // Store is a transactional ordered key-value store.

@@ -20,6 +20,7 @@ const (
 	sqlstateDataCorrupted        = "XX001" // data_corrupted
 	sqlstateIndexCorrupted       = "XX002" // index_corrupted
 	sqlstateReadOnly             = "25006" // read_only_sql_transaction
+	sqlstateLimitExceeded        = "54000" // program_limit_exceeded: an index row (a key) too large
 )
 
 // sentinelFor returns the kv sentinel for a PostgreSQL SQLSTATE, or nil.
@@ -33,6 +34,8 @@ func sentinelFor(code string) error {
 		return kv.ErrIO
 	case sqlstateReadOnly:
 		return kv.ErrReadOnly
+	case sqlstateLimitExceeded:
+		return kv.ErrTooLarge
 	}
 	return nil
 }

@@ -26,11 +26,12 @@ func TestMapError(t *testing.T) {
 		{"XX001", kv.ErrIO},
 		{"XX002", kv.ErrIO},
 		{"25006", kv.ErrReadOnly},
+		{"54000", kv.ErrTooLarge},
 		{"53200", nil}, // out of memory: not a full disk
 		{"23505", nil},
 		{"57014", nil}, // query_canceled by the server, not by our context
 	}
-	sentinels := []error{kv.ErrConflict, kv.ErrNoSpace, kv.ErrIO, kv.ErrReadOnly, kv.ErrNotFound, kv.ErrClosed}
+	sentinels := []error{kv.ErrConflict, kv.ErrNoSpace, kv.ErrIO, kv.ErrReadOnly, kv.ErrTooLarge, kv.ErrNotFound, kv.ErrClosed}
 	for _, c := range cases {
 		pgErr := &pgconn.PgError{Severity: "ERROR", Code: c.code, Message: "test"}
 		err := mapError(context.Background(), "op", fmt.Errorf("pgx: %w", pgErr))
