@@ -139,3 +139,43 @@ func TestPostgresOneGatewayAtATime(t *testing.T) {
 	cc := mustContainer(t, mustDatabase(t, third.client(t), "db"), pkContainer("c", nil))
 	createDoc(t, cc, azcosmos.NewPartitionKeyString("p"), map[string]any{"id": "a", "pk": "p"})
 }
+
+// TestPostgresOutage: when the database goes away (every connection cut,
+// new ones refused, as in a restart or a failover), a Lethe on it answers
+// 503 with a Cosmos error body, never a 500, and keeps its lease; once the
+// database is back it serves again with nothing acknowledged lost.
+func TestPostgresOutage(t *testing.T) {
+	t.Parallel()
+	dsn, proxy := pgtest.Proxied(t, pgtest.Database(t))
+	s := startServer(t, serverOpts{Store: dsn})
+	cc := mustContainer(t, mustDatabase(t, s.client(t), "db"), pkContainer("c", nil))
+	pk := azcosmos.NewPartitionKeyString("p")
+	createDoc(t, cc, pk, map[string]any{"id": "before", "pk": "p"})
+
+	proxy.Cut()
+	for _, rq := range []struct{ method, path, body string }{
+		{"GET", docPath("db", "c", "before"), ""},
+		{"POST", docsPath("db", "c"), `{"id":"during","pk":"p"}`},
+	} {
+		r := s.do(t, rq.method, rq.path, map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "Content-Type": "application/json"}, []byte(rq.body))
+		msg := r.wantError(t, rq.method+" during the outage", http.StatusServiceUnavailable)
+		if !strings.Contains(msg, "lost its connection to its database") {
+			t.Errorf("%s during the outage: %q", rq.method, msg)
+		}
+	}
+
+	proxy.Restore()
+	// The store reconnects by itself: the first write after the outage
+	// succeeds, whatever connections the pool still held from before.
+	if _, err := cc.CreateItem(ctx, pk, []byte(`{"id":"after","pk":"p"}`), nil); err != nil {
+		t.Fatalf("a create once the database is back: %v", err)
+	}
+	for _, id := range []string{"before", "after"} {
+		if st := readStatus(t, cc, pk, id); st != http.StatusOK {
+			t.Errorf("%s after the outage: %d", id, st)
+		}
+	}
+	if st := readStatus(t, cc, pk, "during"); st != http.StatusNotFound {
+		t.Errorf("the create refused during the outage reads %d", st)
+	}
+}

@@ -182,6 +182,8 @@ func Translate(err error) error {
 		return errStorageFull()
 	case errors.Is(err, kv.ErrIO):
 		return lethe.Errorf(lethe.CodeServiceUnavailable, "The server could not read its storage (an I/O error); the request may be retried.")
+	case errors.Is(err, kv.ErrUnavailable):
+		return lethe.Errorf(lethe.CodeServiceUnavailable, "The server lost its connection to its database (restarting or failing over); the request may be retried. A write retried after this may find that it was applied.")
 	case errors.Is(err, kv.ErrTooLarge):
 		return lethe.Errorf(lethe.CodeBadRequest, "The request needs a storage key longer than this server's store takes (PostgreSQL: about 2,700 bytes): the document's id and partition key together, a unique key's value, or an indexed property path is too long. Shorten it, or exclude the path from indexing.")
 	}

@@ -48,6 +48,11 @@ var (
 	// ErrIO means the storage failed a read (an I/O error, a corrupt block):
 	// that request fails, the store goes on.
 	ErrIO = errors.New("kv: storage I/O error")
+	// ErrUnavailable means the store could not be reached: a lost or refused
+	// connection to a network database (restarting, failing over to a
+	// standby). The request may be retried; an Update that returns it may or
+	// may not have committed, if the connection went during its commit.
+	ErrUnavailable = errors.New("kv: store unavailable")
 	// ErrTooLarge is returned by Update when a key is longer than the store
 	// takes (PostgreSQL indexes keys up to about 2,700 bytes; Pebble has no
 	// such limit). Nothing was written.

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -21,6 +25,9 @@ const (
 	sqlstateIndexCorrupted       = "XX002" // index_corrupted
 	sqlstateReadOnly             = "25006" // read_only_sql_transaction
 	sqlstateLimitExceeded        = "54000" // program_limit_exceeded: an index row (a key) too large
+	sqlstateAdminShutdown        = "57P01" // admin_shutdown: the server is stopping
+	sqlstateCrashShutdown        = "57P02" // crash_shutdown
+	sqlstateCannotConnectNow     = "57P03" // cannot_connect_now: starting up, or a standby promoting
 )
 
 // sentinelFor returns the kv sentinel for a PostgreSQL SQLSTATE, or nil.
@@ -36,6 +43,11 @@ func sentinelFor(code string) error {
 		return kv.ErrReadOnly
 	case sqlstateLimitExceeded:
 		return kv.ErrTooLarge
+	case sqlstateAdminShutdown, sqlstateCrashShutdown, sqlstateCannotConnectNow:
+		return kv.ErrUnavailable
+	}
+	if strings.HasPrefix(code, "08") { // connection_exception and its kin
+		return kv.ErrUnavailable
 	}
 	return nil
 }
@@ -57,5 +69,28 @@ func mapError(ctx context.Context, op string, err error) error {
 			return fmt.Errorf("pgkv: %s: %w: %w", op, sentinel, err)
 		}
 	}
+	if lostConnection(err) {
+		return fmt.Errorf("pgkv: %s: %w: %w", op, kv.ErrUnavailable, err)
+	}
 	return fmt.Errorf("pgkv: %s: %w", op, err)
+}
+
+// lostConnection reports whether err is the database going away rather than
+// refusing a statement: a connection that could not be made or was lost
+// (the server restarting, failing over, a network cut).
+func lostConnection(err error) bool {
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr):
+		return false // the server answered
+	case errors.As(err, &connectErr), errors.As(err, &netErr),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE):
+		return true
+	}
+	// pgx reports a connection it had to close as "conn closed", and some
+	// lost connections only by their message.
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "connection reset")
 }

@@ -27,11 +27,14 @@ func TestMapError(t *testing.T) {
 		{"XX002", kv.ErrIO},
 		{"25006", kv.ErrReadOnly},
 		{"54000", kv.ErrTooLarge},
+		{"57P01", kv.ErrUnavailable},
+		{"57P03", kv.ErrUnavailable},
+		{"08006", kv.ErrUnavailable},
 		{"53200", nil}, // out of memory: not a full disk
 		{"23505", nil},
 		{"57014", nil}, // query_canceled by the server, not by our context
 	}
-	sentinels := []error{kv.ErrConflict, kv.ErrNoSpace, kv.ErrIO, kv.ErrReadOnly, kv.ErrTooLarge, kv.ErrNotFound, kv.ErrClosed}
+	sentinels := []error{kv.ErrConflict, kv.ErrNoSpace, kv.ErrIO, kv.ErrReadOnly, kv.ErrTooLarge, kv.ErrUnavailable, kv.ErrNotFound, kv.ErrClosed}
 	for _, c := range cases {
 		pgErr := &pgconn.PgError{Severity: "ERROR", Code: c.code, Message: "test"}
 		err := mapError(context.Background(), "op", fmt.Errorf("pgx: %w", pgErr))

@@ -236,19 +236,58 @@ func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 // ends the transaction and propagates. The [kv.Reader] may be used from
 // several goroutines, one call at a time, but not after fn returns.
 func (s *Store) View(ctx context.Context, fn func(kv.Reader) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		retry, err := s.viewOnce(ctx, fn)
+		if !retry || !s.reconnectPause(ctx, attempt) {
+			return err
+		}
 	}
+}
+
+// viewOnce runs one attempt of a View and reports whether it lost its
+// connection, so that it may run again on another.
+func (s *Store) viewOnce(ctx context.Context, fn func(kv.Reader) error) (retry bool, err error) {
 	conn, err := s.acquire(ctx)
 	if err != nil {
-		return err
+		return errors.Is(err, kv.ErrUnavailable), err
 	}
 	t := newTxn(ctx, s, conn, modeView)
 	defer t.end() // also on a panic in fn
 	if err := fn(reader{t}); err != nil {
-		return err
+		return t.lostBeforeCommit(), err
 	}
-	return t.commit()
+	err = t.commit()
+	return t.lostBeforeCommit(), err
+}
+
+// Reconnection: a transaction that lost its connection before committing
+// (the database restarting, failing over) runs again on a new one, up to
+// reconnectTries times over about reconnectWait, so that a short outage is
+// a slower request rather than a failed one; after that its error
+// (kv.ErrUnavailable) is returned.
+const (
+	reconnectTries = 6
+	reconnectWait  = 3 * time.Second
+)
+
+// reconnectPause waits before the attempt-th reconnection and reports
+// whether to try again.
+func (s *Store) reconnectPause(ctx context.Context, attempt int) bool {
+	if attempt+1 >= reconnectTries {
+		return false
+	}
+	pause := reconnectWait >> (reconnectTries - 1 - attempt) // doubling, summing to about reconnectWait
+	timer := time.NewTimer(pause)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
 }
 
 // Update runs fn in a serializable read-write transaction and commits it if
@@ -282,11 +321,19 @@ const (
 
 // update runs attempts of an Update until one does not conflict.
 func (s *Store) update(ctx context.Context, fn func(kv.Tx) error, mode txMode) error {
+	lost := 0
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		retry, err := s.updateOnce(ctx, fn, mode)
+		if errors.Is(err, kv.ErrUnavailable) {
+			if !retry || !s.reconnectPause(ctx, lost) {
+				return err
+			}
+			lost++
+			continue
+		}
 		if !retry {
 			return err
 		}
@@ -306,20 +353,23 @@ func (s *Store) update(ctx context.Context, fn func(kv.Tx) error, mode txMode) e
 func (s *Store) updateOnce(ctx context.Context, fn func(kv.Tx) error, mode txMode) (retry bool, err error) {
 	conn, err := s.acquire(ctx)
 	if err != nil {
-		return false, err
+		return errors.Is(err, kv.ErrUnavailable), err // nothing was sent
 	}
 	t := newTxn(ctx, s, conn, mode)
 	defer t.end() // rolls back unless committed, also on a panic in fn
 	fnErr := fn(t)
-	if t.conflicted() {
-		// fn saw a conflict, whatever it made of it: its reads are void.
+	if t.conflicted() || t.lostBeforeCommit() {
+		// fn saw a conflict or lost its connection, whatever it made of
+		// it: its reads are void, and nothing was committed.
 		return true, t.failed()
 	}
 	if fnErr != nil {
 		return false, fnErr
 	}
 	if err := t.commit(); err != nil {
-		return errors.Is(err, kv.ErrConflict), err
+		// A connection lost during the COMMIT leaves the outcome unknown:
+		// never run fn again then.
+		return errors.Is(err, kv.ErrConflict) || t.lostBeforeCommit(), err
 	}
 	return false, nil
 }

@@ -745,3 +745,51 @@ func TestLongKey(t *testing.T) {
 		t.Errorf("the failed Update committed a write: other = %q", got)
 	}
 }
+
+// TestReconnect: a transaction whose connection is lost before its commit
+// (the database restarting or failing over) runs again on a new connection
+// and commits once; while the database stays away, View and Update give up
+// after their reconnection attempts with kv.ErrUnavailable; and the store
+// serves again once it is back.
+func TestReconnect(t *testing.T) {
+	dsn, proxy := pgtest.Proxied(t, pgtest.DSN(t))
+	s := openSchema(t, pgtest.Schema(t), Options{DSN: dsn})
+	ctx := context.Background()
+	if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put([]byte("a"), []byte("1")) }); err != nil {
+		t.Fatal(err)
+	}
+
+	runs := 0
+	err := s.Update(ctx, func(tx kv.Tx) error {
+		runs++
+		if _, err := tx.Get([]byte("a")); err != nil {
+			return err
+		}
+		if runs == 1 { // the database goes away and comes back mid-transaction
+			proxy.Cut()
+			proxy.Restore()
+		}
+		if _, err := tx.Get([]byte("a")); err != nil {
+			return err
+		}
+		return tx.Put([]byte("b"), []byte("2"))
+	})
+	if err != nil || runs != 2 || get(t, s, "b") != "2" {
+		t.Fatalf("an Update that lost its connection before committing: %v after %d runs, b = %q", err, runs, get(t, s, "b"))
+	}
+
+	proxy.Cut()
+	if err := s.View(ctx, func(r kv.Reader) error { _, err := r.Get([]byte("a")); return err }); !errors.Is(err, kv.ErrUnavailable) {
+		t.Errorf("a View while the database is away: %v, want kv.ErrUnavailable", err)
+	}
+	if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put([]byte("c"), []byte("3")) }); !errors.Is(err, kv.ErrUnavailable) {
+		t.Errorf("an Update while the database is away: %v, want kv.ErrUnavailable", err)
+	}
+	proxy.Restore()
+	if got := get(t, s, "a"); got != "1" {
+		t.Errorf("a once the database is back: %q", got)
+	}
+	if got := get(t, s, "c"); got != "<absent>" {
+		t.Errorf("the Update refused while the database was away wrote c = %q", got)
+	}
+}

@@ -76,6 +76,9 @@ type txn struct {
 		// err is the first error a round trip met. PostgreSQL aborts the
 		// transaction on any error, so every later call returns it.
 		err error
+		// committing is set once the COMMIT is on its way: a connection lost
+		// from then on leaves the outcome unknown.
+		committing bool
 	}
 }
 
@@ -297,6 +300,15 @@ func (t *txn) conflicted() bool {
 	return errors.Is(t.mu.err, kv.ErrConflict)
 }
 
+// lostBeforeCommit reports whether the transaction's connection was lost
+// before its COMMIT was sent: the server rolled it back, and it may run
+// again on another connection.
+func (t *txn) lostBeforeCommit() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return errors.Is(t.mu.err, kv.ErrUnavailable) && !t.mu.committing
+}
+
 // failed returns the first error the transaction's statements met.
 func (t *txn) failed() error {
 	t.mu.Lock()
@@ -315,6 +327,7 @@ func (t *txn) commit() error {
 	if !t.mu.begun && t.mu.writes == 0 {
 		return nil
 	}
+	t.mu.committing = t.mode != modeView
 	return t.roundTrip("commit", "COMMIT", nil, nil)
 }
 
