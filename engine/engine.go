@@ -29,7 +29,8 @@ import (
 type Options struct {
 	// Store is the key-value store holding all data. Required.
 	Store kv.Store
-	// Now is the wall clock. The default is time.Now. Tests inject their own.
+	// Now is the wall clock. The default is the store's time when it keeps
+	// one (kv.Clock: PostgreSQL's), else time.Now. Tests inject their own.
 	Now func() time.Time
 	// Logger receives operational logs. The default discards them.
 	Logger *slog.Logger
@@ -111,6 +112,26 @@ func (o *Options) EnsureDefaults() {
 	}
 }
 
+// storeTime is the time of a store that keeps one ([kv.Clock]): what the
+// engine runs on when Options.Now is not set. When the store cannot tell (it
+// is unreachable, and the request fails there anyway), the last time it gave
+// stands.
+func storeTime(c kv.Clock) func() time.Time {
+	var mu sync.Mutex
+	var last time.Time
+	return func() time.Time {
+		t, err := c.Now(context.Background())
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil && t.After(last) {
+			last = t
+		} else if last.IsZero() {
+			last = time.Now()
+		}
+		return last
+	}
+}
+
 // Engine is the document store. Create one with Open and release it with Close.
 type Engine struct {
 	opts  Options
@@ -158,6 +179,11 @@ type Engine struct {
 func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Store == nil {
 		return nil, errors.New("engine: Options.Store is required")
+	}
+	if opts.Now == nil {
+		if c, ok := opts.Store.(kv.Clock); ok {
+			opts.Now = storeTime(c)
+		}
 	}
 	opts.EnsureDefaults()
 	guard := acquireGuard(opts.Store)

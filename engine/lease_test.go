@@ -57,3 +57,28 @@ func TestLeaseOneEngineOnASharedStore(t *testing.T) {
 		t.Fatalf("the other gateway's lease after this one closed: %s, %v", v, err)
 	}
 }
+
+// clockStore is a store that keeps its own time, two hours ahead of this
+// machine's (kv.Clock), as a database server's clock may be.
+type clockStore struct{ kv.Store }
+
+func (clockStore) Now(context.Context) (time.Time, error) { return time.Now().Add(2 * time.Hour), nil }
+
+// TestEngineRunsOnTheStoresTime: without Options.Now, an engine on a store
+// that keeps a time (PostgreSQL's) stamps and expires documents by it, not
+// by this machine's clock, so that gateways on machines whose clocks differ
+// agree.
+func TestEngineRunsOnTheStoresTime(t *testing.T) {
+	e, err := Open(ctx, Options{Store: clockStore{newMemStore(t)}, DisableBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	now, err := e.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ahead := time.Until(time.Unix(now, 0)); ahead < time.Hour+59*time.Minute || ahead > 2*time.Hour+time.Minute {
+		t.Fatalf("the engine's time is %v ahead of this machine's; the store's is 2 h", ahead)
+	}
+}

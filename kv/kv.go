@@ -27,6 +27,7 @@ package kv
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Sentinel errors. Backends return these (possibly wrapped) and callers branch on
@@ -86,6 +87,16 @@ type Store interface {
 // return false.
 type Exclusive interface {
 	Exclusive() bool
+}
+
+// Clock is implemented by stores that keep a time every process using them
+// agrees on: a network database's clock. An engine on such a store takes its
+// time from it, so that gateways on machines whose clocks differ decide
+// expiry alike, and a gateway moved to another machine does not change when
+// documents expire.
+type Clock interface {
+	// Now returns the store's current time. Successive calls never go back.
+	Now(ctx context.Context) (time.Time, error)
 }
 
 // Reader is the read side of a transaction.

@@ -461,6 +461,9 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		}
 	}()
 	now, manual := serverClock(c.clock)
+	if manual == nil && embedded == nil {
+		now = nil // the database's time, which every gateway on it shares (engine.Options.Now)
+	}
 	opts := engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, PurgeControl: c.purge, EnforceDefaultThroughput: c.enforceRU, Activity: users,
 		ServeAllCrossPartitionQueries: c.allQueries, MaxStorage: c.maxStorageBytes, ChangeFeedRetention: c.feedRetentionTime}
 	if embedded != nil {

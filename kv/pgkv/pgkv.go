@@ -159,6 +159,7 @@ type Store struct {
 	sql       statements
 	firstPage int // rows in the first page of a scan
 	closed    atomic.Bool
+	clock     clock // the database's time (clock.go)
 }
 
 var _ kv.Store = (*Store)(nil)

@@ -793,3 +793,41 @@ func TestReconnect(t *testing.T) {
 		t.Errorf("the Update refused while the database was away wrote c = %q", got)
 	}
 }
+
+// TestNow: the store's time is the database's clock (within the test's own
+// round trips), never goes back, and costs a database reading at most once
+// a second.
+func TestNow(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	var db time.Time
+	readDB := func() time.Time {
+		t.Helper()
+		if err := s.pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&db); err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	before := readDB()
+	now, err := s.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := readDB()
+	if now.Before(before) || now.After(after) {
+		t.Fatalf("Now %v is not between the database's clock before (%v) and after (%v)", now, before, after)
+	}
+	last := now
+	for range 1000 {
+		n, err := s.Now(ctx)
+		if err != nil || n.Before(last) {
+			t.Fatalf("Now went from %v to %v (%v)", last, n, err)
+		}
+		last = n
+	}
+	s.Close()
+	s.clock.local = time.Time{} // force a reading
+	if _, err := s.Now(ctx); !errors.Is(err, kv.ErrClosed) {
+		t.Errorf("Now on a closed store: %v", err)
+	}
+}
