@@ -193,7 +193,9 @@ type ChangeFeedOptions struct {
 
 // ChangeFeedPage is one page of the change feed.
 type ChangeFeedPage struct {
-	// Docs are the changed documents' latest versions, each with _lsn.
+	// Docs are the changed documents' latest versions, each with _lsn; in
+	// the all versions and deletes mode, the change records in their wire
+	// form (changefeed.Record.AppendWire).
 	Docs [][]byte
 	// ETag is the position after this page: the next read's continuation.
 	// With no Docs, nothing changed since the position (HTTP 304).
@@ -206,11 +208,13 @@ type ChangeFeedPage struct {
 	Charge float64
 }
 
-// ReadChangeFeed reads the latest-version change feed of a container: the
-// documents written after the position, in the order of their last write,
-// each once, as they are now (a document written again appears at its last
-// write; deleted and expired documents do not appear). Only durable writes
-// are served.
+// ReadChangeFeed reads the change feed of a container. In the latest-version
+// mode: the documents written after the position, in the order of their last
+// write, each once, as they are now (a document written again appears at its
+// last write; deleted and expired documents do not appear). With
+// opts.AllVersions: every create, replace, delete and TTL expiry after the
+// position, each as its own record (feedlog_read.go). Only durable writes are
+// served.
 func (e *Engine) ReadChangeFeed(ctx context.Context, dbID, collID string, opts ChangeFeedOptions) (ChangeFeedPage, error) {
 	defer e.begin()()
 	limit := pageLimit(opts.MaxItems)
