@@ -50,6 +50,11 @@ type Options struct {
 	// DiskBytes reports the space the store's files take. Nil means no such
 	// series.
 	DiskBytes func() uint64
+	// StoreRetries reports how many transactions a network database's store
+	// ran again after a serialization conflict, and StoreReconnects after
+	// losing its connection (lethe_store_conflict_retries_total,
+	// lethe_store_reconnects_total). Nil means no such store.
+	StoreRetries, StoreReconnects func() int64
 	// Storage reports the disk and the storage limits (lethe_disk_*,
 	// lethe_storage_*, lethe_writes_refused*). Nil means no such series.
 	Storage func() Storage
@@ -134,6 +139,12 @@ func sourcedSeries(opts Options) []funcSeries {
 		}
 		return func() float64 { return f().Seconds() }
 	}
+	count := func(f func() int64) func() float64 {
+		if f == nil {
+			return nil
+		}
+		return func() float64 { return float64(f()) }
+	}
 	var lowered, disk func() float64
 	if f := opts.LoweredFiles; f != nil {
 		lowered = func() float64 { return float64(f()) }
@@ -146,6 +157,8 @@ func sourcedSeries(opts Options) []funcSeries {
 		{"lethe_store_background_priority_files_total", "Flush and compaction output files the store wrote at background CPU priority.", true, lowered},
 		{"lethe_store_disk_bytes", "Space the store's files take on disk, files awaiting removal included.", false, disk},
 		{"lethe_ttl_purge_share", "Share of one core the TTL purge may take now: the minimum while it keeps up, more as the oldest pending expiry ages, 1 while no user is active.", false, opts.PurgeShare},
+		{"lethe_store_conflict_retries_total", "Transactions the database store ran again after a serialization conflict with a concurrent one (PostgreSQL).", true, count(opts.StoreRetries)},
+		{"lethe_store_reconnects_total", "Transactions the database store ran again after losing its connection before committing (PostgreSQL).", true, count(opts.StoreReconnects)},
 		{"lethe_ttl_purge_busy_seconds_total", "Time the TTL purge has spent deleting expired documents; divided by lethe_ttl_purged_documents_total, what a deletion costs.", true, seconds(opts.PurgeBusy)},
 	}
 }

@@ -443,6 +443,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	pgStore, _ := store.(*pgkv.Store)
 	// On the way out through an error, the store and the engine close here;
 	// a signal's shutdown closes them itself, within --shutdown-timeout.
 	var eng *engine.Engine
@@ -479,7 +480,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 
 	key, _ := base64.StdEncoding.DecodeString(c.key)
 	srv := gateway.New(gateway.Options{Engine: eng, Key: key, Consistency: c.consistency, Logger: log, Version: versionString(),
-		ManualClock: manual, AdvertiseEndpoint: c.advertise, Metrics: newMetrics(c, eng, embedded, log)})
+		ManualClock: manual, AdvertiseEndpoint: c.advertise, Metrics: newMetrics(c, eng, embedded, pgStore, log)})
 
 	var cert *tls.Certificate
 	switch {

@@ -9,13 +9,14 @@ import (
 
 	"github.com/lethe-db/lethe/engine"
 	"github.com/lethe-db/lethe/kv/pebblekv"
+	"github.com/lethe-db/lethe/kv/pgkv"
 	"github.com/lethe-db/lethe/metrics"
 )
 
 // newMetrics returns the server's metrics, or nil when --metrics=false (then
 // nothing is recorded and /metrics is an ordinary unknown path). store is the
-// embedded store, nil on PostgreSQL.
-func newMetrics(c *config, eng *engine.Engine, store *pebblekv.Store, log *slog.Logger) *metrics.Metrics {
+// embedded store, nil on PostgreSQL; pg the PostgreSQL store, nil otherwise.
+func newMetrics(c *config, eng *engine.Engine, store *pebblekv.Store, pg *pgkv.Store, log *slog.Logger) *metrics.Metrics {
 	if !c.metrics {
 		return nil
 	}
@@ -30,6 +31,10 @@ func newMetrics(c *config, eng *engine.Engine, store *pebblekv.Store, log *slog.
 		opts.LoweredFiles = func() int64 { return store.Pacing().LoweredFiles }
 		opts.DiskBytes = func() uint64 { return store.IOStats().DiskBytes }
 		opts.Storage = func() metrics.Storage { return storageFigures(eng, store) }
+	}
+	if pg != nil {
+		opts.StoreRetries = func() int64 { return pg.Stats().Retries }
+		opts.StoreReconnects = func() int64 { return pg.Stats().Reconnects }
 	}
 	return metrics.New(opts)
 }

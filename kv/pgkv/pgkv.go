@@ -160,6 +160,22 @@ type Store struct {
 	firstPage int // rows in the first page of a scan
 	closed    atomic.Bool
 	clock     clock // the database's time (clock.go)
+	// retries and reconnects count transactions run again after a conflict
+	// and after a lost connection (Stats).
+	retries, reconnects atomic.Int64
+}
+
+// Stats are the store's counters since Open.
+type Stats struct {
+	// Retries counts transactions run again after a serialization conflict
+	// or a deadlock with a concurrent one; Reconnects those run again after
+	// losing their connection before committing.
+	Retries, Reconnects int64
+}
+
+// Stats returns the store's counters.
+func (s *Store) Stats() Stats {
+	return Stats{Retries: s.retries.Load(), Reconnects: s.reconnects.Load()}
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -245,6 +261,7 @@ func (s *Store) View(ctx context.Context, fn func(kv.Reader) error) error {
 		if !retry || !s.reconnectPause(ctx, attempt) {
 			return err
 		}
+		s.reconnects.Add(1)
 	}
 }
 
@@ -333,11 +350,13 @@ func (s *Store) update(ctx context.Context, fn func(kv.Tx) error, mode txMode) e
 				return err
 			}
 			lost++
+			s.reconnects.Add(1)
 			continue
 		}
 		if !retry {
 			return err
 		}
+		s.retries.Add(1)
 		backoff := min(retryBase<<min(attempt, 16), retryMax)
 		timer := time.NewTimer(rand.N(backoff) + 1)
 		select {

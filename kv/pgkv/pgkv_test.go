@@ -137,6 +137,9 @@ func TestConflictRetried(t *testing.T) {
 	if got := get(t, s, "n"); got != "3" {
 		t.Errorf("n = %s, want 3", got)
 	}
+	if st := s.Stats(); st.Retries != 1 || st.Reconnects != 0 {
+		t.Errorf("stats %+v, want one retry", st)
+	}
 }
 
 // TestDeadlockRetried: two Updates that lock two keys in opposite orders
@@ -776,6 +779,9 @@ func TestReconnect(t *testing.T) {
 	})
 	if err != nil || runs != 2 || get(t, s, "b") != "2" {
 		t.Fatalf("an Update that lost its connection before committing: %v after %d runs, b = %q", err, runs, get(t, s, "b"))
+	}
+	if st := s.Stats(); st.Reconnects != 1 {
+		t.Errorf("stats %+v after one lost connection, want one reconnect", st)
 	}
 
 	proxy.Cut()
