@@ -48,6 +48,7 @@ func testServesOnlyDurable(t *testing.T, allVersions bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() }) // after the engine's cleanup
+	growMemtable(t, store)
 	te := openTestEngine(t, store, Options{DisableBackground: true})
 	te.mustDB("db")
 	te.mustContainer("c", retain)
@@ -160,6 +161,31 @@ func testServesOnlyDurable(t *testing.T, allVersions bool) {
 		}
 	}
 	t.Logf("%d documents created, %d served before the power loss, %d of those lost", created.Load(), len(served), lost)
+}
+
+// growMemtable brings the store's memtable to its full size, empty. Pebble
+// starts with a 256 KiB memtable and doubles it at each rotation up to the
+// configured size, and a rotation closes the write-ahead log with a sync
+// under the commit lock: one during the test's stall would block every
+// commit before it became visible, and the test would wait for ever for
+// commits visible but unsynced. 40 MiB of filler rotates the memtable up to
+// its full size (32 MiB); a flush then starts an empty one of that size,
+// which the test's few megabytes do not fill.
+func growMemtable(t *testing.T, store *pebblekv.Store) {
+	t.Helper()
+	filler := make([]byte, 256<<10)
+	for i := range 160 {
+		err := store.Update(ctx, func(tx kv.Tx) error { return tx.Put(fmt.Appendf(nil, "zfiller/%03d", i), filler) })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Update(ctx, func(tx kv.Tx) error { return tx.DeleteRange([]byte("zfiller/"), []byte("zfiller0")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // mustRID returns the RID of container coll of database "db".
