@@ -222,11 +222,7 @@ func TestAllVersionsFeedAcrossKills(t *testing.T) {
 				}
 			}
 		}()
-		for deadline := time.Now().Add(time.Minute); ackedN.Load() < 300; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: a minute on, %d writes acknowledged", round, ackedN.Load())
-			}
-		}
+		waitCount(t, &ackedN, 300, fmt.Sprintf("round %d: writes acknowledged", round))
 		s.kill()
 		cancel()
 		wg.Wait()

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 )
@@ -105,11 +104,7 @@ func TestChangeFeedAcrossKills(t *testing.T) {
 				}
 			}
 		}()
-		for deadline := time.Now().Add(time.Minute); ackedN.Load() < 300; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: a minute on, %d creates acknowledged", round, ackedN.Load())
-			}
-		}
+		waitCount(t, &ackedN, 300, fmt.Sprintf("round %d: creates acknowledged", round))
 		s.kill()
 		cancel()
 		wg.Wait()

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -411,4 +412,15 @@ func (s *server) snapshot(t testing.TB, paths ...string) map[string]string {
 		out[p] = string(r.Body)
 	}
 	return out
+}
+
+// waitCount waits until c reaches n (acknowledged writes, say), failing the
+// test with what after a minute.
+func waitCount(t *testing.T, c *atomic.Int64, n int64, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); c.Load() < n; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: a minute on, %d of %d", what, c.Load(), n)
+		}
+	}
 }

@@ -30,3 +30,30 @@ func Fill(tb testing.TB, s kv.Store, n int) {
 		tb.Fatal(err)
 	}
 }
+
+// BenchScan measures, on s holding keys BenchKey(0) to BenchKey(n-1) (see
+// Fill), a View that iterates over span consecutive keys from a different
+// start each time.
+func BenchScan(b *testing.B, s kv.Store, n, span int) {
+	b.Helper()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		start := (i * 37) % (n - span)
+		err := s.View(ctx, func(r kv.Reader) error {
+			it := r.Scan(BenchKey(start), nil, false)
+			defer it.Close()
+			got := 0
+			for got < span && it.Next() {
+				got++
+			}
+			if got != span {
+				return fmt.Errorf("scanned %d keys, want %d", got, span)
+			}
+			return it.Err()
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package pebblekv
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -148,24 +147,5 @@ func BenchmarkScan100(b *testing.B) {
 	const n, span = 2000, 100
 	s, _ := openBench(b)
 	kvtest.Fill(b, s, n)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		start := (i * 37) % (n - span)
-		err := s.View(ctx, func(r kv.Reader) error {
-			it := r.Scan(kvtest.BenchKey(start), nil, false)
-			defer it.Close()
-			got := 0
-			for got < span && it.Next() {
-				got++
-			}
-			if got != span {
-				return fmt.Errorf("scanned %d keys, want %d", got, span)
-			}
-			return it.Err()
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	kvtest.BenchScan(b, s, n, span)
 }

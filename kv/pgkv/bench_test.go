@@ -2,7 +2,6 @@ package pgkv
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -89,26 +88,7 @@ func benchScan(b *testing.B, span int) {
 	n := 2 * span
 	s := openBench(b)
 	kvtest.Fill(b, s, n)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		start := (i * 37) % (n - span)
-		err := s.View(ctx, func(r kv.Reader) error {
-			it := r.Scan(kvtest.BenchKey(start), nil, false)
-			defer it.Close()
-			got := 0
-			for got < span && it.Next() {
-				got++
-			}
-			if got != span {
-				return fmt.Errorf("scanned %d keys, want %d", got, span)
-			}
-			return it.Err()
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	kvtest.BenchScan(b, s, n, span)
 }
 
 // BenchmarkScan100 measures a 100-key scan: one page, two round trips.
