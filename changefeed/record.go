@@ -2,6 +2,7 @@ package changefeed
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"strconv"
 
@@ -182,4 +183,33 @@ func uvarint(b []byte) (n uint64, w int) {
 		return 0, -1
 	}
 	return n, w
+}
+
+// WireRecord is an all versions and deletes record as a client decodes it
+// from the wire (what AppendWire writes): for Go clients, whose SDK has no
+// such mode, and for tests.
+type WireRecord struct {
+	Current  map[string]any `json:"current"`
+	Previous map[string]any `json:"previous"`
+	Metadata struct {
+		OperationType     string `json:"operationType"`
+		LSN               uint64 `json:"lsn"`
+		CRTS              int64  `json:"crts"`
+		PreviousImageLSN  uint64 `json:"previousImageLSN"`
+		TimeToLiveExpired bool   `json:"timeToLiveExpired"`
+		ID                string `json:"id"`
+		// PartitionKey maps each partition key path, without its leading
+		// slash, to the deleted document's value there.
+		PartitionKey json.RawMessage `json:"partitionKey"`
+	} `json:"metadata"`
+}
+
+// DocID returns the id of the record's document: metadata.id on deletes,
+// current.id otherwise.
+func (w *WireRecord) DocID() string {
+	if w.Metadata.ID != "" {
+		return w.Metadata.ID
+	}
+	id, _ := w.Current["id"].(string)
+	return id
 }

@@ -52,6 +52,10 @@ func TestRecordRoundTripAndWire(t *testing.T) {
 		if (item.Previous != nil) != (r.Previous != nil) {
 			t.Errorf("%s: previous", wire)
 		}
+		var w WireRecord // what a Go client decodes
+		if err := json.Unmarshal(wire, &w); err != nil || w.Metadata.LSN != r.LSN || w.Metadata.CRTS != r.Second || isDelete && w.DocID() != r.ID {
+			t.Errorf("%s as a WireRecord: %+v, %v", wire, w, err)
+		}
 	}
 	for _, bad := range [][]byte{nil, {1}, bytes.Repeat([]byte{1}, 27), append(records[0].Append(nil), 0)} {
 		if _, err := DecodeRecord(bad); err == nil {

@@ -12,38 +12,20 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/lethe-db/lethe/changefeed"
 )
 
 // avWireRecord is one record of the all versions and deletes feed as it
 // comes off the wire.
-type avWireRecord struct {
-	Current  map[string]any `json:"current"`
-	Previous map[string]any `json:"previous"`
-	Metadata struct {
-		OperationType     string         `json:"operationType"`
-		LSN               uint64         `json:"lsn"`
-		CRTS              int64          `json:"crts"`
-		PreviousImageLSN  uint64         `json:"previousImageLSN"`
-		TimeToLiveExpired bool           `json:"timeToLiveExpired"`
-		ID                string         `json:"id"`
-		PartitionKey      map[string]any `json:"partitionKey"`
-	} `json:"metadata"`
-}
+type avWireRecord = changefeed.WireRecord
 
-// id returns the record's document id.
-func (r avWireRecord) id() string {
+// recordPK returns the record's partition key value (of /pk).
+func recordPK(r avWireRecord) string {
 	if r.Metadata.OperationType == "delete" {
-		return r.Metadata.ID
-	}
-	id, _ := r.Current["id"].(string)
-	return id
-}
-
-// pk returns the record's partition key value (of /pk).
-func (r avWireRecord) pk() string {
-	if r.Metadata.OperationType == "delete" {
-		pk, _ := r.Metadata.PartitionKey["pk"].(string)
-		return pk
+		var pk struct{ PK string }
+		_ = json.Unmarshal(r.Metadata.PartitionKey, &pk)
+		return pk.PK
 	}
 	pk, _ := r.Current["pk"].(string)
 	return pk
@@ -263,7 +245,7 @@ func TestAllVersionsFeedAcrossKills(t *testing.T) {
 		if err := read(s); err != nil {
 			t.Fatal(err)
 		}
-		if len(got) > 0 && got[len(got)-1].id() == marker {
+		if len(got) > 0 && got[len(got)-1].DocID() == marker {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -276,10 +258,10 @@ func TestAllVersionsFeedAcrossKills(t *testing.T) {
 	seenLSN := map[uint64]bool{}
 	for _, r := range got {
 		if seenLSN[r.Metadata.LSN] {
-			t.Errorf("LSN %d (%s %s) read twice", r.Metadata.LSN, r.Metadata.OperationType, r.id())
+			t.Errorf("LSN %d (%s %s) read twice", r.Metadata.LSN, r.Metadata.OperationType, r.DocID())
 		}
 		seenLSN[r.Metadata.LSN] = true
-		byPK[r.pk()] = append(byPK[r.pk()], r)
+		byPK[recordPK(r)] = append(byPK[recordPK(r)], r)
 	}
 	total := 0
 	for w := range writers {
@@ -291,7 +273,7 @@ func TestAllVersionsFeedAcrossKills(t *testing.T) {
 			if op.acked {
 				total++
 			}
-			if i < len(recs) && recs[i].Metadata.OperationType == op.op && recs[i].id() == op.id {
+			if i < len(recs) && recs[i].Metadata.OperationType == op.op && recs[i].DocID() == op.id {
 				i++
 			} else if op.acked {
 				t.Fatalf("writer %d: acknowledged %s %s is not next in the feed (next: %s %s)", w, op.op, op.id, opOf(recs, i), idOf(recs, i))
@@ -304,7 +286,7 @@ func TestAllVersionsFeedAcrossKills(t *testing.T) {
 		state := map[string]string{}
 		var prevCRTS int64
 		for _, r := range byPK[fmt.Sprintf("w%d-ttl", w)] {
-			id, m := r.id(), r.Metadata
+			id, m := r.DocID(), r.Metadata
 			if m.CRTS < prevCRTS {
 				t.Errorf("%s %s at %d after a record at %d", m.OperationType, id, m.CRTS, prevCRTS)
 			}
@@ -335,7 +317,7 @@ func TestAllVersionsFeedAcrossKills(t *testing.T) {
 	// record is a write, at that version.
 	lastOf := map[string]avWireRecord{}
 	for _, r := range got {
-		lastOf[r.id()] = r
+		lastOf[r.DocID()] = r
 	}
 	stored := map[string]map[string]any{}
 	for _, d := range s.readFeedAllDocs(t, "av", "c") {
@@ -368,5 +350,5 @@ func idOf(recs []avWireRecord, i int) string {
 	if i >= len(recs) {
 		return ""
 	}
-	return recs[i].id()
+	return recs[i].DocID()
 }

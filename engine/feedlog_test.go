@@ -10,33 +10,19 @@ import (
 	"time"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/changefeed"
 )
 
 // avRecord is an all versions and deletes feed record as the wire has it.
-type avRecord struct {
-	Current  map[string]any `json:"current"`
-	Previous map[string]any `json:"previous"`
-	Metadata struct {
-		OperationType     string          `json:"operationType"`
-		LSN               uint64          `json:"lsn"`
-		CRTS              int64           `json:"crts"`
-		PreviousImageLSN  uint64          `json:"previousImageLSN"`
-		TimeToLiveExpired bool            `json:"timeToLiveExpired"`
-		ID                string          `json:"id"`
-		PartitionKey      json.RawMessage `json:"partitionKey"`
-	} `json:"metadata"`
-}
+type avRecord = changefeed.WireRecord
 
-// String renders a record as "op id@crts", expiries as "expire id@crts".
-func (r avRecord) String() string {
-	op, id := r.Metadata.OperationType, r.Metadata.ID
+// recordName renders a record as "op id@crts", expiries as "expire id@crts".
+func recordName(r avRecord) string {
+	op := r.Metadata.OperationType
 	if r.Metadata.TimeToLiveExpired {
 		op = "expire"
 	}
-	if id == "" {
-		id, _ = r.Current["id"].(string)
-	}
-	return fmt.Sprintf("%s %s@%d", op, id, r.Metadata.CRTS)
+	return fmt.Sprintf("%s %s@%d", op, r.DocID(), r.Metadata.CRTS)
 }
 
 // allVersions reads one page of the all versions and deletes feed.
@@ -77,7 +63,7 @@ func (te *testEngine) allVersionsFrom(coll, cont string, n int) ([]avRecord, str
 func names(recs []avRecord) []string {
 	var out []string
 	for _, r := range recs {
-		out = append(out, r.String())
+		out = append(out, recordName(r))
 	}
 	return out
 }
@@ -133,7 +119,7 @@ func TestAllVersionsRecordsEveryWrite(t *testing.T) {
 	for i, r := range recs {
 		m := r.Metadata
 		if i > 0 && m.LSN <= recs[i-1].Metadata.LSN {
-			t.Errorf("record %d (%s): lsn %d not above the one before", i, r, m.LSN)
+			t.Errorf("record %d (%s): lsn %d not above the one before", i, recordName(r), m.LSN)
 		}
 		switch m.OperationType {
 		case "create":
@@ -432,7 +418,7 @@ func TestAllVersionsMatchesHistory(t *testing.T) {
 			rest, _ := te.allVersionsFrom("c", pos, 2)
 			tail = append(tail, rest...)
 			fresh, _ := te.allVersionsFrom("c", "", 1000)
-			if !slices.EqualFunc(tail, fresh, func(a, b avRecord) bool { return a.String() == b.String() && a.Metadata.LSN == b.Metadata.LSN }) {
+			if !slices.EqualFunc(tail, fresh, func(a, b avRecord) bool { return recordName(a) == recordName(b) && a.Metadata.LSN == b.Metadata.LSN }) {
 				t.Fatalf("tailed %d records, read afresh %d:\n%v\n%v", len(tail), len(fresh), names(tail), names(fresh))
 			}
 			last := map[string]avRecord{}
@@ -441,11 +427,11 @@ func TestAllVersionsMatchesHistory(t *testing.T) {
 			for i, r := range tail {
 				m := r.Metadata
 				if seen[m.LSN] {
-					t.Fatalf("record %d %s: lsn %d twice", i, r, m.LSN)
+					t.Fatalf("record %d %s: lsn %d twice", i, recordName(r), m.LSN)
 				}
 				seen[m.LSN] = true
 				if m.CRTS < prevCRTS {
-					t.Fatalf("record %d %s: before the one before", i, r)
+					t.Fatalf("record %d %s: before the one before", i, recordName(r))
 				}
 				prevCRTS = m.CRTS
 				id := m.ID
@@ -457,14 +443,14 @@ func TestAllVersionsMatchesHistory(t *testing.T) {
 				switch m.OperationType {
 				case "create":
 					if alive {
-						t.Fatalf("record %d %s: a create of a live document (last %s)", i, r, before)
+						t.Fatalf("record %d %s: a create of a live document (last %s)", i, recordName(r), recordName(before))
 					}
 				case "replace", "delete":
 					if !alive || m.PreviousImageLSN != before.Metadata.LSN {
-						t.Fatalf("record %d %s (previous image %d): last was %s (lsn %d)", i, r, m.PreviousImageLSN, before, before.Metadata.LSN)
+						t.Fatalf("record %d %s (previous image %d): last was %s (lsn %d)", i, recordName(r), m.PreviousImageLSN, recordName(before), before.Metadata.LSN)
 					}
 					if m.OperationType == "delete" && (r.Previous["_lsn"] != float64(before.Metadata.LSN) || (m.TimeToLiveExpired && m.LSN != before.Metadata.LSN+1)) {
-						t.Fatalf("record %d %s: previous %v, last %s", i, r, r.Previous, before)
+						t.Fatalf("record %d %s: previous %v, last %s", i, recordName(r), r.Previous, recordName(before))
 					}
 				}
 				last[id] = r
@@ -474,7 +460,7 @@ func TestAllVersionsMatchesHistory(t *testing.T) {
 				r, had := last[id]
 				liveInFeed := had && r.Metadata.OperationType != "delete"
 				if isLive != liveInFeed {
-					t.Fatalf("%s: live %v (%s); its last record %s in %v", id, isLive, body, r, names(tail))
+					t.Fatalf("%s: live %v (%s); its last record %s in %v", id, isLive, body, recordName(r), names(tail))
 				}
 				if isLive {
 					var doc struct{ Step int }
