@@ -241,18 +241,28 @@ func (s *scope) logExpiry(tx kv.Tx, suffix []byte, dead *docRecord) error {
 	if !s.logging() {
 		return nil
 	}
-	if !s.logFromSet {
-		from, err := feedLogFrom(tx, s.rid)
-		if err != nil {
-			return err
-		}
-		s.logFrom, s.logFromSet = from, true
+	from, err := s.feedFrom(tx)
+	if err != nil {
+		return err
 	}
-	k, r, ok := s.expiryRecord(suffix, dead, s.logFrom)
+	k, r, ok := s.expiryRecord(suffix, dead, from)
 	if !ok {
 		return nil
 	}
 	return tx.Put(feedLogKey(s.rid, k), encodeLogValue(suffix, &r))
+}
+
+// feedFrom returns the first second of the container's complete log
+// (feedLogFrom), read once per transaction.
+func (s *scope) feedFrom(r kv.Reader) (int64, error) {
+	if !s.logFromSet {
+		from, err := feedLogFrom(r, s.rid)
+		if err != nil {
+			return 0, err
+		}
+		s.logFrom, s.logFromSet = from, true
+	}
+	return s.logFrom, nil
 }
 
 // removeExpired removes dead, the expired version at suffix, logging its
@@ -278,7 +288,7 @@ func (s *scope) expiryRecords(r kv.Reader, suffixes iter.Seq[[]byte]) ([]loggedE
 	if !s.logging() {
 		return nil, nil
 	}
-	from, err := feedLogFrom(r, s.rid)
+	from, err := s.feedFrom(r)
 	if err != nil {
 		return nil, err
 	}

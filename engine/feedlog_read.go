@@ -180,7 +180,7 @@ func (s *scope) readAllVersions(r kv.Reader, opts ChangeFeedOptions, durable cha
 	if !s.logging() {
 		return lethe.Errorf(lethe.CodeBadRequest, "The all versions and deletes change feed needs a change feed policy: container '%s' has no changeFeedPolicy with a retentionDuration above 0. Set one (JavaScript SDK: ChangeFeedPolicy) or start the server with --change-feed-retention.", truncate(s.c.ID, 100))
 	}
-	from, err := feedLogFrom(r, s.rid)
+	from, err := s.feedFrom(r)
 	if err != nil {
 		return err
 	}

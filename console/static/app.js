@@ -178,9 +178,8 @@ const collHref = (db, coll, view = "settings") => `#/dbs/${enc(db)}/colls/${enc(
 
 const state = {
   tree: [], // [{id, colls: [ids]}]
-  clock: null, // {now, manual}
   timer: null, // the settings page's refresh
-  backlogSamples: [], // [{at, documents, purged}] of the container shown
+  backlogSamples: [], // [{wall, documents, purged}] of the container shown, since the page opened
   samplesFor: "",
   renderToken: 0, // bumps on every navigation: a stale async render stops
 };
@@ -241,22 +240,28 @@ async function start() {
 async function refreshClock() {
   const r = await guarded(() => api("GET", ["_lethe", "clock"]));
   if (!r) return;
-  state.clock = r.body;
   $("clock").hidden = false;
-  $("clock-now").textContent = r.body.nowRfc3339;
-  $("clock-now").dateTime = r.body.nowRfc3339;
+  showClock(r.body.nowRfc3339);
   $("clock-manual").hidden = !r.body.manual;
 }
 
+/** Shows the server time (RFC 3339) in the header. */
+function showClock(rfc3339) {
+  $("clock-now").textContent = rfc3339;
+  $("clock-now").dateTime = rfc3339;
+}
+
+/** A value typed into a field, as JSON text: a number as typed, anything else as a string. */
+function typedJSON(raw) {
+  return /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(raw) ? raw : JSON.stringify(raw);
+}
+
 async function advanceClock() {
-  const raw = $("clock-seconds").value.trim();
-  const body = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(raw) ? `{"advanceSeconds":${raw}}` : JSON.stringify({ advanceSeconds: raw });
+  const body = `{"advanceSeconds":${typedJSON($("clock-seconds").value.trim())}}`;
   const r = await guarded(() => api("POST", ["_lethe", "clock"], { body }));
   if (!r) return;
   clearAlert();
-  state.clock = r.body;
-  $("clock-now").textContent = r.body.nowRfc3339;
-  $("clock-now").dateTime = r.body.nowRfc3339;
+  showClock(r.body.nowRfc3339);
   await render();
 }
 
@@ -338,8 +343,7 @@ function ttlControl(idPrefix, defaultTtl) {
     const v = group.querySelector("input:checked").value;
     if (v === "off") return undefined;
     if (v === "nodefault") return "-1";
-    const raw = seconds.value.trim();
-    return /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(raw) ? raw : JSON.stringify(raw);
+    return typedJSON(seconds.value.trim());
   };
   return node;
 }
@@ -563,14 +567,13 @@ async function refreshStatus(db, coll, token) {
   }
   if (token !== state.renderToken) return;
   const st = r.body;
-  state.clock = { ...(state.clock ?? {}), now: st.now };
-  $("clock-now").textContent = isoSeconds(st.now);
+  showClock(isoSeconds(st.now));
   const b = st.backlog;
   $("backlog-count").textContent = `Expired, awaiting purge: ${b.documents}`;
   $("backlog-oldest").textContent =
     b.oldestAgeSeconds === undefined ? "Oldest: none waiting" : `Oldest: expired ${b.oldestExpired}, ${formatAge(b.oldestAgeSeconds)} ago`;
   const samples = state.backlogSamples;
-  samples.push({ at: st.now, wall: Date.now(), documents: b.documents, purged: st.purged });
+  samples.push({ wall: Date.now(), documents: b.documents, purged: st.purged });
   while (samples.length > 150) samples.shift(); // five minutes at one sample every 2 s
   const first = samples[0];
   const last = samples[samples.length - 1];

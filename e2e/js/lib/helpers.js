@@ -2,6 +2,7 @@
 
 import assert from "node:assert/strict";
 import { after } from "node:test";
+import { StatusCodes } from "@azure/cosmos";
 import { client, startServer, uid } from "./server.js";
 
 /**
@@ -130,3 +131,24 @@ export function readFeedIterator(container, maxItemCount) {
 
 /** Ids of a list of documents. */
 export const ids = (docs) => docs.map((d) => d.id);
+
+/**
+ * Reads a change feed iterator until it answers 304 (caught up), checking
+ * every response's continuation and charge and each item with check; returns
+ * the items read and the last continuation token.
+ */
+export async function drainChangeFeed(it, check = () => {}) {
+  const got = [];
+  for (let i = 0; ; i++) {
+    assert.ok(i < 200, "the change feed does not catch up");
+    const res = await it.readNext();
+    assert.ok(res.continuationToken, "every response carries a continuation");
+    assert.ok(res.requestCharge > 0, "every response is charged");
+    if (res.statusCode === StatusCodes.NotModified) {
+      assert.equal(res.result.length, 0);
+      return { got, token: res.continuationToken };
+    }
+    for (const item of res.result) check(item);
+    got.push(...res.result);
+  }
+}

@@ -7,8 +7,8 @@
 
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
-import { ChangeFeedStartFrom, StatusCodes } from "@azure/cosmos";
-import { fileFixture, ids } from "../lib/helpers.js";
+import { ChangeFeedStartFrom } from "@azure/cosmos";
+import { drainChangeFeed, fileFixture, ids } from "../lib/helpers.js";
 import { EMULATOR_KEY, uid } from "../lib/server.js";
 
 const { srv, newDatabase } = await fileFixture({ args: ["--clock=manual", "--disable-purger"] });
@@ -24,24 +24,10 @@ async function advance(seconds) {
   return body.now;
 }
 
-/**
- * Reads the iterator until it answers 304 (caught up); returns the ids read
- * and the last response's continuation token.
- */
+/** drainChangeFeed, returning the ids read; every item carries _lsn. */
 async function drain(it) {
-  const got = [];
-  for (let i = 0; ; i++) {
-    assert.ok(i < 100, "the change feed does not catch up");
-    const res = await it.readNext();
-    assert.ok(res.continuationToken, "every response carries a continuation");
-    assert.ok(res.requestCharge > 0, "every response is charged");
-    if (res.statusCode === StatusCodes.NotModified) {
-      assert.equal(res.result.length, 0);
-      return { got, token: res.continuationToken };
-    }
-    for (const doc of res.result) assert.equal(typeof doc._lsn, "number", "every item carries _lsn");
-    got.push(...ids(res.result));
-  }
+  const { got, token } = await drainChangeFeed(it, (doc) => assert.equal(typeof doc._lsn, "number", "every item carries _lsn"));
+  return { got: ids(got), token };
 }
 
 let container;
