@@ -2,13 +2,10 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
@@ -110,34 +107,6 @@ func TestPostgresStore(t *testing.T) {
 	if err != nil || feed.Count != 1 || !bytes.Contains(feed.Items[0], []byte(`"id":"d"`)) {
 		t.Fatalf("the change feed after the restart, from the token before it: %d items, %v", feed.Count, err)
 	}
-}
-
-// TestPostgresOneGatewayAtATime: until several gateways are supported, a
-// second server on the same database is refused at start with a message
-// saying why (once it has seen the first renew its lease); once the first
-// stops it starts; and after a holder is killed (no release) a new one waits
-// for the lease to lapse and starts.
-func TestPostgresOneGatewayAtATime(t *testing.T) {
-	t.Parallel()
-	opts := serverOpts{Store: pgtest.Database(t)}
-	first := startServer(t, opts)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, letheBin, "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--store", opts.Store).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "another Lethe gateway is serving this database") {
-		t.Fatalf("a second gateway on the same database: %v\n%s", err, out)
-	}
-	if strings.Contains(string(out), "password") {
-		t.Errorf("the message shows the connection password: %s", out)
-	}
-	first.stop(t)
-	second := startServer(t, opts) // the first released its lease
-	second.kill()
-	// Killed, it released nothing: the next one waits for the lease to
-	// lapse (10 s), well within startServer's patience.
-	third := startServer(t, opts)
-	cc := mustContainer(t, mustDatabase(t, third.client(t), "db"), pkContainer("c", nil))
-	createDoc(t, cc, azcosmos.NewPartitionKeyString("p"), map[string]any{"id": "a", "pk": "p"})
 }
 
 // TestPostgresOutage: when the database goes away (every connection cut,

@@ -34,14 +34,16 @@ type budget struct {
 
 func newBudgets() *budgets { return &budgets{m: map[string]*budget{}} }
 
-// get returns the bucket for owner's current offer tp.
-func (bs *budgets) get(owner string, tp *Throughput, now time.Time) *throttle.Bucket {
+// get returns the bucket for owner's current offer tp, of which this
+// gateway enforces share (see gatewayShare).
+func (bs *budgets) get(owner string, tp *Throughput, share float64, now time.Time) *throttle.Bucket {
+	rate := float64(tp.budget()) * share
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	if b := bs.m[owner]; b != nil && b.etag == tp.ETag && b.bucket.Rate() == float64(tp.budget()) {
+	if b := bs.m[owner]; b != nil && b.etag == tp.ETag && b.bucket.Rate() == rate {
 		return b.bucket
 	}
-	b := &budget{etag: tp.ETag, bucket: throttle.New(float64(tp.budget()), now)}
+	b := &budget{etag: tp.ETag, bucket: throttle.New(rate, now)}
 	bs.m[owner] = b
 	return b.bucket
 }
@@ -198,5 +200,17 @@ func (e *Engine) BudgetFor(ctx context.Context, dbID, collID string) (*throttle.
 	if err != nil || tp == nil {
 		return nil, err
 	}
-	return e.budgets.get(owner, tp, e.opts.Now()), nil
+	return e.budgets.get(owner, tp, e.gatewayShare(), e.opts.Now()), nil
+}
+
+// gatewayShare is the part of each provisioned throughput this gateway
+// enforces: on a store shared by n live gateways, 1/n of it, so that a
+// container's budget is one budget across them when a load balancer spreads
+// requests evenly (docs/postgres.md section 5). A bucket shared in the
+// database would be exact, but a row every request writes.
+func (e *Engine) gatewayShare() float64 {
+	if e.lease == nil {
+		return 1
+	}
+	return 1 / float64(1+e.lease.others.Load())
 }

@@ -36,6 +36,17 @@ func (e *Engine) txSecond(now int64) int64 {
 	return now
 }
 
+// raiseSecond makes later transactions run at second s or after (see
+// txSecond): s is another gateway's clock reading, a little ahead of this
+// one's.
+func (e *Engine) raiseSecond(s int64) {
+	e.feedMu.Lock()
+	defer e.feedMu.Unlock()
+	if s > e.feedSecond.Load() {
+		e.feedSecond.Store(s)
+	}
+}
+
 // feedKey returns the change feed order key of a write with lsn in the
 // transaction of scope s, at its second (see txSecond): LSNs grow in commit
 // order too. A transaction whose second reaches the persisted ceiling raises
@@ -110,6 +121,54 @@ func (e *Engine) feedWatermark() changefeed.Key {
 		return *d
 	}
 	return changefeed.SecondStart(math.MinInt64)
+}
+
+// On a store shared by several gateways (docs/postgres.md section 4), a
+// gateway knows when its own writes are durable, not the others': while
+// other gateways are registered, a read serves only up to feedLag seconds
+// ago, and every writing transaction on a shared store aborts, and runs
+// again at a later second, when it would commit maxCommitDelay or more after
+// its second (beforeCommit): every transaction of a second served has
+// committed, or never will, with feedLag - maxCommitDelay to spare for the
+// COMMIT itself. Time is the store's, which every gateway shares. The cost:
+// with several gateways, the feed shows a change about feedLag seconds after
+// it was made.
+const (
+	maxCommitDelay = 4 * time.Second
+	feedLag        = 6 // seconds
+)
+
+// errCommitLate aborts a transaction that would commit too late for the
+// change feed (see beforeCommit); update runs it again.
+var errCommitLate = errors.New("the transaction ran too long after its second for the change feed: run it again")
+
+// beforeCommit is the last step of a writing transaction at second txNow:
+// on a shared store it refuses a commit maxCommitDelay or more after it.
+func (e *Engine) beforeCommit(txNow int64) error {
+	if e.lease != nil && e.opts.Now().Sub(time.Unix(txNow, 0)) >= maxCommitDelay {
+		return errCommitLate
+	}
+	return nil
+}
+
+// sharedFeedWatermark returns the highest position a change feed read in
+// the snapshot r, at second now, may serve, given own, what this engine's
+// own writes allow: own, unless other gateways are registered in r (on a
+// shared store), when the start of the second feedLag seconds before now. A
+// gateway registering starts its writes above anything served by gateways
+// that did not yet see it (takeLease).
+func (e *Engine) sharedFeedWatermark(ctx context.Context, r kv.Reader, now int64, own changefeed.Key) (changefeed.Key, error) {
+	if e.lease == nil {
+		return own, nil
+	}
+	others, err := e.lease.countOthers(r, e.leaseNow(ctx))
+	if err != nil {
+		return own, fmt.Errorf("read the gateway registry: %w", err)
+	}
+	if others == 0 {
+		return own, nil
+	}
+	return changefeed.SecondStart(now - feedLag), nil
 }
 
 // parseFeedPosition parses a change feed continuation (If-None-Match).
@@ -224,15 +283,25 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, dbID, collID string, opts C
 	// after, it could cover a write the snapshot missed, and the read would
 	// step over it.)
 	w := e.feedWatermark()
-	if opts.AllVersions {
+	if opts.AllVersions || e.lease != nil {
+		// On a shared store, other gateways' writes are not in this one's
+		// durable watermark: when no write of its own is under way, the
+		// read serves up to now's second, reserved (see
+		// sharedFeedWatermark for when other gateways are registered).
 		now, err := e.now(ctx)
 		if err != nil {
 			return page, err
 		}
-		w = e.allVersionsWatermark(now)
+		if av := e.allVersionsWatermark(now); opts.AllVersions || av.Compare(w) > 0 {
+			w = av
+		}
 	}
 	err := e.view(ctx, dbID, collID, func(r kv.Reader, s *scope) error {
 		page.ContainerRID = s.c.RID
+		w, err := e.sharedFeedWatermark(ctx, r, s.now, w)
+		if err != nil {
+			return err
+		}
 		if opts.AllVersions {
 			return s.readAllVersions(r, opts, w, &page)
 		}

@@ -142,26 +142,43 @@ func checkTallies(r kv.Reader, coll [8]byte, want usageDelta) []error {
 	if got != want.total {
 		errs = append(errs, fmt.Errorf("usage tally is %+v, the documents make %+v", got, want.total))
 	}
+	// Expiry tallies, summed over their stripes (usage.go).
 	p := collKey(pfxExpiryBucket, coll)
+	bucketLen := len(p) + 1 + 8
+	sums := map[string]tally{}
+	var order []string
 	it := r.Scan(p, kv.PrefixEnd(p), false)
 	defer it.Close()
 	for it.Next() {
-		k := string(it.Key())
-		t, err := decodeTally(it.Value())
-		if err != nil {
-			errs = append(errs, fmt.Errorf("expiry tally %q: %w", k, err))
+		k := it.Key()
+		if len(k) != bucketLen && len(k) != bucketLen+stripeLen {
+			errs = append(errs, fmt.Errorf("expiry tally key %x has a length of %d", k, len(k)))
 			continue
 		}
-		if w := want.buckets[k]; t != w {
+		t, err := decodeTally(it.Value())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("expiry tally %x: %w", k, err))
+			continue
+		}
+		b := string(k[:bucketLen])
+		if _, ok := sums[b]; !ok {
+			order = append(order, b)
+		}
+		sum := sums[b]
+		sum.add(t)
+		sums[b] = sum
+	}
+	if err := it.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, k := range order {
+		if t, w := sums[k], want.buckets[k]; t != w {
 			errs = append(errs, fmt.Errorf("expiry tally %x is %+v, the documents make %+v", k, t, w))
 		}
 		delete(want.buckets, k)
 	}
 	for k, w := range want.buckets {
 		errs = append(errs, fmt.Errorf("expiry tally %x is missing; the documents make %+v", k, w))
-	}
-	if err := it.Err(); err != nil {
-		errs = append(errs, err)
 	}
 	return errs
 }

@@ -177,7 +177,7 @@ func dropContainerData(tx kv.Tx, coll [8]byte) error {
 			return err
 		}
 	}
-	return nil
+	return tx.Delete(purgeLeaseKey(coll))
 }
 
 // defaultIndexingPolicy is Cosmos DB's default, filled in when a container is

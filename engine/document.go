@@ -52,6 +52,12 @@ type scope struct {
 	feedSet     bool
 	lastFeed    changefeed.Key
 	feedCeiling int64 // to persist with the transaction; 0 for none
+	// seqClaim is the block of sequence numbers the transaction claimed,
+	// on a shared store (nextSeq).
+	seqClaim *seqBlock
+	// stripe is this gateway's stripe of the usage tallies on a shared
+	// store (usage.go); nil on an exclusive one.
+	stripe []byte
 	// The first second of the container's all-versions log, once read.
 	logFrom    int64
 	logFromSet bool
@@ -83,7 +89,7 @@ func (e *Engine) scope(r kv.Reader, dbID, collID string, now int64) (*scope, err
 	if err != nil {
 		return nil, err
 	}
-	return &scope{db: db, c: c, l: l, rid: l.rid, pol: c.policy(), now: now}, nil
+	return &scope{db: db, c: c, l: l, rid: l.rid, pol: c.policy(), now: now, stripe: e.stripe()}, nil
 }
 
 // live reports whether a stored document is visible at the scope's instant.
@@ -190,12 +196,15 @@ func (s *scope) refSuffix(ref DocRef) ([]byte, error) {
 // (live or expired) whose entries must go; keepSeq keeps prev's place in
 // insertion order (replace, upsert over a live document).
 func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq bool) (*docRecord, error) {
+	if prev != nil && prev.ts > s.now {
+		return nil, &behindError{second: prev.ts}
+	}
 	var seq uint64
 	if keepSeq && prev != nil {
 		seq = prev.seq
 	} else {
 		var err error
-		if seq, err = nextSeq(tx, s.rid); err != nil {
+		if seq, err = e.nextSeq(tx, s); err != nil {
 			return nil, err
 		}
 	}
@@ -330,6 +339,55 @@ func nextSeq(tx kv.Tx, coll [8]byte) (uint64, error) {
 	return nextCounter(tx, collKey(pfxSeq, coll), 8)
 }
 
+// seqBlockSize is how many document sequence numbers a gateway on a shared
+// store claims at a time.
+const seqBlockSize = 1024
+
+// seqBlock is a range [next, end) of a container's sequence numbers claimed
+// by this gateway.
+type seqBlock struct{ next, end uint64 }
+
+// nextSeq gives a sequence number to a document the transaction of scope s
+// inserts. On a shared store it comes from this gateway's block for the
+// container, so that gateways do not all write the container's counter; a
+// block is claimed, when the last is used up, by moving the counter in the
+// transaction itself, and becomes the gateway's once it has committed (see
+// update). Numbers stay unique; across gateways, insertion order becomes the
+// order of blocks.
+func (e *Engine) nextSeq(tx kv.Tx, s *scope) (uint64, error) {
+	if e.lease == nil {
+		return nextSeq(tx, s.rid)
+	}
+	if b := s.seqClaim; b != nil && b.next < b.end {
+		b.next++
+		return b.next - 1, nil
+	}
+	e.seqMu.Lock()
+	if b := e.seqs[s.rid]; b != nil && b.next < b.end {
+		b.next++
+		e.seqMu.Unlock()
+		return b.next - 1, nil
+	}
+	e.seqMu.Unlock()
+	last, err := lastSeq(tx, s.rid)
+	if err != nil {
+		return 0, err
+	}
+	s.seqClaim = &seqBlock{next: last + 2, end: last + 1 + seqBlockSize}
+	return last + 1, tx.Put(collKey(pfxSeq, s.rid), binary.BigEndian.AppendUint64(nil, last+seqBlockSize))
+}
+
+// installSeqClaim makes the block a committed transaction of scope s
+// claimed this gateway's.
+func (e *Engine) installSeqClaim(rid [8]byte, b *seqBlock) {
+	if b == nil {
+		return
+	}
+	e.seqMu.Lock()
+	defer e.seqMu.Unlock()
+	e.seqs[rid] = b
+}
+
 // lastSeq returns the last sequence number nextSeq gave out in the
 // container, 0 if none.
 func lastSeq(r kv.Reader, coll [8]byte) (uint64, error) {
@@ -443,12 +501,26 @@ func (s *scope) deleteTx(e *Engine, tx kv.Tx, suffix []byte, ifMatch string) (*d
 	if err != nil {
 		return nil, err
 	}
+	if live.ts > s.now {
+		return nil, &behindError{second: live.ts}
+	}
 	if s.logging() {
 		if err := s.logDelete(e, tx, suffix, live); err != nil {
 			return nil, err
 		}
 	}
 	return live, s.remove(tx, suffix, live)
+}
+
+// behindError aborts a transaction whose second is below the _ts of a
+// version it replaces or deletes: possible on a shared store, where another
+// gateway, whose time ran a little ahead, wrote it. update runs the
+// transaction again at that second, so that _ts never goes back for a
+// document, nor a change sorts before the one it follows in the feed.
+type behindError struct{ second int64 }
+
+func (b *behindError) Error() string {
+	return fmt.Sprintf("the document was written at second %d, after this transaction's", b.second)
 }
 
 func (s *scope) readTx(r kv.Reader, suffix []byte) (*docRecord, error) {
@@ -474,6 +546,23 @@ type WriteResult struct {
 
 // update runs fn in a read-write transaction over the container at one instant.
 func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.Tx, s *scope) error) error {
+	for {
+		err := e.updateOnce(ctx, dbID, collID, fn)
+		var behind *behindError
+		switch {
+		case errors.As(err, &behind):
+			e.raiseSecond(behind.second)
+		case !errors.Is(err, errCommitLate):
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// updateOnce is update's one attempt.
+func (e *Engine) updateOnce(ctx context.Context, dbID, collID string, fn func(tx kv.Tx, s *scope) error) error {
 	now, at, err := e.instant(ctx)
 	if err != nil {
 		return err
@@ -481,6 +570,11 @@ func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.
 	var added, ceiling int64
 	var lastFeed changefeed.Key
 	var lsnCeiling uint64
+	var claim *seqBlock
+	var rid [8]byte
+	if err := e.ensureLSNs(ctx); err != nil {
+		return err
+	}
 	e.writing.Add(1)
 	defer e.writing.Add(-1) // after feedDurable: see allVersionsWatermark
 	err = e.store.Update(ctx, func(tx kv.Tx) error {
@@ -497,6 +591,7 @@ func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.
 			return err
 		}
 		added, lastFeed, ceiling = s.usage.total.bytes, s.lastFeed, s.feedCeiling
+		claim, rid = s.seqClaim, s.rid
 		if lsnCeiling, err = e.persistLSN(tx); err != nil {
 			return err
 		}
@@ -505,9 +600,13 @@ func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.
 				return err
 			}
 		}
-		return s.usage.apply(tx, s.rid)
+		if err := s.usage.apply(tx, s.rid, s.stripe); err != nil {
+			return err
+		}
+		return e.beforeCommit(txNow)
 	})
 	if err == nil {
+		e.installSeqClaim(rid, claim)
 		e.storage.wrote(added)
 		e.raiseFeedCeiling(ceiling)
 		e.raiseLSNCeiling(lsnCeiling)

@@ -171,8 +171,17 @@ type Engine struct {
 	// persisted because the disk is full, so that it is logged once.
 	clockUnsaved atomic.Bool
 
-	// lease is the engine's hold on a shared store (nil on an exclusive one).
+	// lease is the engine's registration on a shared store (nil on an
+	// exclusive one).
 	lease *lease
+	// On a shared store: lsnMu serialises claims of LSN blocks (lsnCeiling
+	// is then the end of the block in use), and seqs holds each
+	// container's block of document sequence numbers (seqMu).
+	lsnMu sync.Mutex
+	seqMu sync.Mutex
+	seqs  map[[8]byte]*seqBlock
+	// purgeLeases are the containers this gateway purges (purgelease.go).
+	purgeLeases purgeLeases
 }
 
 // Open starts an engine over opts.Store, restoring the persisted clock high-water mark.
@@ -196,6 +205,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	if l != nil {
 		e.lease, e.store = l, leasedStore{Store: guard, l: l, writer: &sync.Mutex{}}
+		e.seqs = map[[8]byte]*seqBlock{}
 	}
 	fail := func(err error) (*Engine, error) {
 		l.release()
@@ -230,6 +240,13 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	// is higher (a manual clock, a restart within the same microseconds'
 	// worth of writes).
 	e.lsn.Store(max(uint64(max(opts.Now().UnixMicro(), e.hwm.Load()*1e6)), e.lsnCeiling.Load()))
+	if e.lease != nil {
+		// Other gateways give LSNs out too: this one takes blocks of its own.
+		e.lsnCeiling.Store(0)
+		if err := e.ensureLSNs(ctx); err != nil {
+			return fail(fmt.Errorf("engine: %w", err))
+		}
+	}
 	e.startFeed()
 	e.purger = newPurger(e)
 	if !opts.DisableBackground {
@@ -270,6 +287,12 @@ func (e *Engine) nowAt(ctx context.Context, at time.Time) (int64, error) {
 		return cur, nil
 	}
 	err := e.store.Update(ctx, func(tx kv.Tx) error {
+		if e.lease != nil {
+			// Other gateways persist it too: never lower theirs.
+			if v, err := tx.Get(keyClock); err == nil && len(v) == 8 && decodeInt64(v) >= wall {
+				return nil
+			}
+		}
 		return tx.Put(keyClock, appendInt64(nil, wall))
 	})
 	if errors.Is(err, kv.ErrNoSpace) {
@@ -350,8 +373,12 @@ func (e *Engine) loadLSNCeiling(r kv.Reader) error {
 
 // persistLSN persists, inside tx, a new LSN ceiling when the LSNs given out
 // come within half a block of the current one, and returns it (0: none), for
-// raiseLSNCeiling once tx has committed.
+// raiseLSNCeiling once tx has committed. On a shared store, blocks are
+// claimed on their own instead (ensureLSNs).
 func (e *Engine) persistLSN(tx kv.Tx) (uint64, error) {
+	if e.lease != nil {
+		return 0, nil
+	}
 	cur := e.lsn.Load()
 	if cur+lsnBlock/2 < e.lsnCeiling.Load() {
 		return 0, nil
@@ -368,6 +395,52 @@ func (e *Engine) raiseLSNCeiling(c uint64) {
 			return
 		}
 	}
+}
+
+// sharedLSNBlock is how many LSNs a gateway on a shared store claims at a
+// time.
+const sharedLSNBlock = 1 << 20
+
+// ensureLSNs claims, on a shared store, a new block of LSNs when less than
+// half of the current one is left: in a transaction of its own that moves
+// the shared ceiling (M lsn) past it, so that gateways' blocks never overlap
+// and no write transaction touches that row. A transaction takes a few LSNs
+// per document, far fewer than half a block.
+func (e *Engine) ensureLSNs(ctx context.Context) error {
+	if e.lease == nil || e.lsn.Load()+sharedLSNBlock/2 < e.lsnCeiling.Load() {
+		return nil
+	}
+	e.lsnMu.Lock()
+	defer e.lsnMu.Unlock()
+	if e.lsn.Load()+sharedLSNBlock/2 < e.lsnCeiling.Load() {
+		return nil
+	}
+	var base uint64
+	err := e.guard.Update(ctx, func(tx kv.Tx) error {
+		base = e.lsn.Load()
+		v, err := tx.Get(keyLSN)
+		switch {
+		case errors.Is(err, kv.ErrNotFound):
+		case err != nil:
+			return err
+		case len(v) != 8:
+			return fmt.Errorf("LSN ceiling: %w", errCorruptRecord)
+		default:
+			base = max(base, binary.BigEndian.Uint64(v))
+		}
+		return tx.Put(keyLSN, binary.BigEndian.AppendUint64(nil, base+sharedLSNBlock))
+	})
+	if err != nil {
+		return fmt.Errorf("claim a block of LSNs: %w", err)
+	}
+	for {
+		cur := e.lsn.Load()
+		if cur >= base || e.lsn.CompareAndSwap(cur, base) {
+			break
+		}
+	}
+	e.lsnCeiling.Store(base + sharedLSNBlock)
+	return nil
 }
 
 // nextLSN allocates a log sequence number for one write. It takes two: the

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,50 +16,85 @@ import (
 	"github.com/lethe-db/lethe/kv"
 )
 
-// The engine keeps counters and clocks in memory (LSNs, change feed order
-// keys, the seconds transactions run at), valid only while it is the one
-// process writing its store. On a store shared between processes (not
-// kv.Exclusive: PostgreSQL), one engine at a time may therefore run on it,
-// until the work of docs/postgres.md lets several: it holds a lease row,
-// renewed while it runs and released at Close, and a second engine is
-// refused at Open while the lease is live. An engine that finds its lease
-// taken (it was stalled past the lease's expiry, and another started)
-// refuses every request from then on rather than write beside the other.
+// The gateway registry. On a store shared between processes (not
+// kv.Exclusive: PostgreSQL) any number of engines, the gateways, run at once
+// (docs/postgres.md). Each registers in a slot of the registry (M gw
+// <slot:2>): a lease row renewed while it runs and deleted at Close. The slot
+// names the gateway's stripe of the usage tallies, so that gateways do not
+// write the same hot rows (the change feed's order keys need no writer of
+// their own: their LSNs, from blocks per gateway, keep them unique); the
+// live slots tell the change feed whether other writers are at work (see
+// feedLagMode) and how many gateways share a container's throughput.
+//
+// A gateway that finds its slot taken (it was stalled past the lease's
+// expiry, and another gateway took the slot) refuses every request from then
+// on rather than write beside the other under the same name.
 
-// keyGatewayLease holds the lease of the engine serving a shared store.
-var keyGatewayLease = []byte("Mgateway")
+// keyGatewayPrefix starts the registry's rows.
+var keyGatewayPrefix = []byte("Mgw")
 
 const (
 	// leaseTerm is how long a lease lives without renewal: a killed
-	// holder's successor waits at most this long.
+	// gateway's slot, and its purge leases, are free again after it.
 	leaseTerm = 10 * time.Second
-	// leaseRenewal is how often the holder renews it.
+	// leaseRenewal is how often a holder renews its leases.
 	leaseRenewal = 3 * time.Second
+	// maxClockError bounds how far two gateways' readings of the store's
+	// time (kv.Clock: read once a second, run forward on the local
+	// monotonic clock) differ: half a round trip and a second's drift.
+	maxClockError = 10 * time.Millisecond
+	// maxGateways bounds the registry's slots.
+	maxGateways = 1 << 12
 )
 
-// gatewayLease is the lease row's value.
+// gatewayLease is a lease row's value: the gateway registry's, and a
+// container's purge lease (purgelease.go).
 type gatewayLease struct {
 	Holder string `json:"holder"`
-	// Expires is when it lapses, Unix milliseconds of the holder's wall
-	// clock: gateways' clocks must agree within a few seconds (NTP).
+	// Expires is when it lapses, Unix milliseconds of the store's clock
+	// (kv.Clock, which every gateway shares), else of the holder's.
 	Expires int64 `json:"expires"`
 }
 
-// lease is an engine's hold on a shared store.
+// live reports whether the lease is held at now (Unix milliseconds).
+func (g gatewayLease) live(now int64) bool { return g.Expires > now }
+
+// lease is an engine's slot in the registry of a shared store.
 type lease struct {
 	e      *Engine
 	holder string
+	slot   uint16
+	// others counts the other gateways whose leases were live at the last
+	// renewal.
+	others atomic.Int32
 	lost   atomic.Bool
 	stop   chan struct{}
 	done   chan struct{}
 	once   sync.Once
 }
 
-// errLeaseHeld is returned by Open when another engine holds the lease.
-var errLeaseHeld = errors.New("another Lethe gateway is serving this database")
+// errRegistryFull is returned by Open when every slot is live.
+var errRegistryFull = errors.New("every gateway slot of this database is taken")
 
-// takeLease takes the shared store's lease for e, or fails when another
-// engine holds a live one. Exclusive stores need none: it returns nil.
+// slotKey is the registry row of slot n.
+func slotKey(n uint16) []byte {
+	return binary.BigEndian.AppendUint16(append([]byte(nil), keyGatewayPrefix...), n)
+}
+
+// leaseNow returns the time leases are judged against, Unix milliseconds:
+// the store's clock when it has one (every gateway then agrees on it), else
+// this process's.
+func (e *Engine) leaseNow(ctx context.Context) int64 {
+	if c, ok := e.guard.Store.(kv.Clock); ok {
+		if t, err := c.Now(ctx); err == nil {
+			return t.UnixMilli()
+		}
+	}
+	return time.Now().UnixMilli()
+}
+
+// takeLease registers e in the shared store's gateway registry. Exclusive
+// stores need none: it returns nil.
 func (e *Engine) takeLease(ctx context.Context) (*lease, error) {
 	if e.guard.exclusive {
 		return nil, nil
@@ -66,86 +102,112 @@ func (e *Engine) takeLease(ctx context.Context) (*lease, error) {
 	id := make([]byte, 8)
 	_, _ = rand.Read(id)
 	l := &lease{e: e, holder: hex.EncodeToString(id), stop: make(chan struct{}), done: make(chan struct{})}
-	// A live lease may be a killed gateway's, which lapses within leaseTerm
-	// (a restart after a crash), or a running gateway's, which renews it:
-	// wait until it either lapses or is renewed.
-	var seen int64
-	for {
-		expires, err := l.take(ctx)
-		switch {
-		case err == nil:
-			go l.run()
-			return l, nil
-		case !errors.Is(err, errLeaseHeld):
-			return nil, err
-		case seen != 0 && expires != seen:
-			return nil, err // renewed: its holder runs
+	err := e.guard.Update(ctx, func(tx kv.Tx) error {
+		now := e.leaseNow(ctx)
+		free, others := -1, int32(0)
+		next := 0
+		it := tx.Scan(keyGatewayPrefix, kv.PrefixEnd(keyGatewayPrefix), false)
+		for it.Next() {
+			k := it.Key()
+			if len(k) != len(keyGatewayPrefix)+2 {
+				continue
+			}
+			n := int(binary.BigEndian.Uint16(k[len(keyGatewayPrefix):]))
+			var cur gatewayLease
+			if err := json.Unmarshal(it.Value(), &cur); err != nil {
+				it.Close()
+				return fmt.Errorf("gateway registry row %d %q: %w", n, it.Value(), errCorruptRecord)
+			}
+			if free < 0 && next < n {
+				free = next // a hole before this row
+			}
+			if cur.live(now) {
+				others++
+			} else if free < 0 {
+				free = n // a lapsed slot: its gateway is gone
+			}
+			next = n + 1
 		}
-		if seen == 0 {
-			e.log.Info("waiting for the database's gateway lease: another gateway holds it, and it lapses unless renewed", "until", time.UnixMilli(expires).UTC())
+		if err := it.Close(); err != nil {
+			return fmt.Errorf("read the gateway registry: %w", err)
 		}
-		seen = expires
-		wait := time.Until(time.UnixMilli(expires)) + 100*time.Millisecond
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(min(max(wait, 100*time.Millisecond), leaseRenewal)):
+		if free < 0 {
+			if next >= maxGateways {
+				return errRegistryFull
+			}
+			free = next
 		}
+		l.slot = uint16(free)
+		l.others.Store(others)
+		b, _ := json.Marshal(gatewayLease{Holder: l.holder, Expires: now + leaseTerm.Milliseconds()})
+		return tx.Put(slotKey(l.slot), b)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("register in the gateway registry: %w", err)
 	}
-}
-
-// take takes the lease at Open: errLeaseHeld, with the live lease's expiry,
-// when another holder has one.
-func (l *lease) take(ctx context.Context) (expires int64, err error) {
-	err = l.renew(ctx, true)
-	var held *heldError
-	if errors.As(err, &held) {
-		return held.expires, err
+	if l.others.Load() > 0 {
+		// A gateway that was alone serves the change feed up to its own
+		// writes until it sees this one's row (sharedFeedWatermark). What
+		// it served is below this one's writes: at seconds up to the shared
+		// time of this registration, and, within that second, at LSNs from
+		// blocks claimed before it (this gateway claims its first after).
+		// Only the error between gateways' readings of the shared time is
+		// left: this one's writes start above it.
+		e.raiseSecond(e.opts.Now().Add(maxClockError).Unix())
 	}
-	return 0, err
+	go l.run()
+	return l, nil
 }
 
-// heldError is errLeaseHeld with the live lease's expiry.
-type heldError struct{ expires int64 }
+// writer names the gateway's stripe of the usage tallies: slot + 1.
+func (l *lease) writer() uint32 { return uint32(l.slot) + 1 }
 
-func (h *heldError) Error() string {
-	return fmt.Sprintf("%v (its lease, renewed while it runs, lapses at %s): running several gateways on one database is not supported yet",
-		errLeaseHeld, time.UnixMilli(h.expires).UTC().Format(time.RFC3339))
-}
-
-func (h *heldError) Unwrap() error { return errLeaseHeld }
-
-// renew extends the lease; first is the taking at Open, which fails on a
-// live lease of another holder. A renewal that finds one marks the lease
-// lost.
-func (l *lease) renew(ctx context.Context, first bool) error {
-	now := time.Now()
-	return l.e.guard.Update(ctx, func(tx kv.Tx) error {
-		v, err := tx.Get(keyGatewayLease)
+// renew extends the lease, or marks it lost when another gateway holds the
+// slot; then counts the other live gateways.
+func (l *lease) renew(ctx context.Context) error {
+	err := l.e.guard.Update(ctx, func(tx kv.Tx) error {
+		now := l.e.leaseNow(ctx)
+		v, err := tx.Get(slotKey(l.slot))
 		switch {
 		case errors.Is(err, kv.ErrNotFound):
 		case err != nil:
-			return fmt.Errorf("read the gateway lease: %w", err)
+			return fmt.Errorf("read the gateway registry: %w", err)
 		default:
 			var cur gatewayLease
 			if err := json.Unmarshal(v, &cur); err != nil {
-				return fmt.Errorf("gateway lease %q: %w", v, errCorruptRecord)
+				return fmt.Errorf("gateway registry row %d %q: %w", l.slot, v, errCorruptRecord)
 			}
-			if cur.Holder != l.holder && cur.Expires > now.UnixMilli() {
-				if first {
-					return &heldError{expires: cur.Expires}
-				}
+			if cur.Holder != l.holder {
 				l.lost.Store(true)
 				return nil
 			}
-			if cur.Holder != l.holder && !first {
-				l.lost.Store(true) // it lapsed, and we are not the one who may take it back
-				return nil
-			}
 		}
-		b, _ := json.Marshal(gatewayLease{Holder: l.holder, Expires: now.Add(leaseTerm).UnixMilli()})
-		return tx.Put(keyGatewayLease, b)
+		b, _ := json.Marshal(gatewayLease{Holder: l.holder, Expires: now + leaseTerm.Milliseconds()})
+		return tx.Put(slotKey(l.slot), b)
 	})
+	if err != nil || l.lost.Load() {
+		return err
+	}
+	return l.e.guard.View(ctx, func(r kv.Reader) error {
+		n, err := l.countOthers(r, l.e.leaseNow(ctx))
+		l.others.Store(n)
+		return err
+	})
+}
+
+// countOthers counts the live registry rows of other gateways in r at now
+// (Unix milliseconds).
+func (l *lease) countOthers(r kv.Reader, now int64) (int32, error) {
+	var n int32
+	it := r.Scan(keyGatewayPrefix, kv.PrefixEnd(keyGatewayPrefix), false)
+	defer it.Close()
+	for it.Next() {
+		var cur gatewayLease
+		if json.Unmarshal(it.Value(), &cur) == nil && cur.Holder != l.holder && cur.live(now) {
+			n++
+		}
+	}
+	return n, it.Close()
 }
 
 // run renews the lease until release; its owner is the engine.
@@ -160,14 +222,17 @@ func (l *lease) run() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), leaseRenewal)
-		err := l.renew(ctx, false)
+		err := l.renew(ctx)
+		if err == nil && !l.lost.Load() {
+			err = l.e.ensureLSNs(ctx) // for writes that do not go through update
+		}
 		cancel()
 		switch {
 		case l.lost.Load():
-			l.e.log.Error("another gateway took this gateway's lease on the database: refusing every request from now on", "holder", l.holder)
+			l.e.log.Error("another gateway took this gateway's slot in the registry: refusing every request from now on", "holder", l.holder, "slot", l.slot)
 			return
 		case err != nil:
-			l.e.log.Warn("renew the gateway lease", "err", err)
+			l.e.log.Warn("renew the gateway's registration", "err", err)
 		}
 	}
 }
@@ -175,13 +240,12 @@ func (l *lease) run() {
 // check refuses work once the lease is lost.
 func (l *lease) check() error {
 	if l != nil && l.lost.Load() {
-		return lethe.Errorf(lethe.CodeServiceUnavailable, "This gateway lost its lease on the database to another gateway and serves no more requests; send them to the other gateway.")
+		return lethe.Errorf(lethe.CodeServiceUnavailable, "This gateway was stalled past its registration's lease, which another gateway has taken; it serves no more requests: send them to another gateway.")
 	}
 	return nil
 }
 
-// release stops the renewals and gives the lease up, so that a successor
-// need not wait for it to lapse.
+// release stops the renewals and gives the slot up.
 func (l *lease) release() {
 	if l == nil {
 		return
@@ -194,30 +258,53 @@ func (l *lease) release() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		if err := l.e.releasePurgeLeases(ctx); err != nil {
+			l.e.log.Warn("release the purge leases", "err", err)
+		}
 		err := l.e.guard.Update(ctx, func(tx kv.Tx) error {
-			v, err := tx.Get(keyGatewayLease)
+			v, err := tx.Get(slotKey(l.slot))
 			if err != nil {
 				return err
 			}
 			var cur gatewayLease
 			if json.Unmarshal(v, &cur) == nil && cur.Holder == l.holder {
-				return tx.Delete(keyGatewayLease)
+				return tx.Delete(slotKey(l.slot))
 			}
 			return nil
 		})
 		if err != nil && !errors.Is(err, kv.ErrNotFound) {
-			l.e.log.Warn("release the gateway lease", "err", err)
+			l.e.log.Warn("leave the gateway registry", "err", err)
 		}
 	})
 }
 
-// leasedStore is the store as an engine holding a lease sees it: every
-// transaction is refused once the lease is lost; and writing transactions run
-// one at a time, as the embedded store's writer lock runs them. Concurrent
-// ones would all conflict on the counters every write updates (the
-// container's sequence and usage tallies, docs/postgres.md section 3) and
-// retry with backoff: 8 clients creating documents got 658 creates/s with a
-// p99 of 206 ms so, against 950 and 13 ms serialised (lethe bench, loopback).
+// Gateway describes this engine's place among the gateways of a shared
+// store, for operators and tests.
+type Gateway struct {
+	// Shared is false on an exclusive (embedded) store; the rest is then zero.
+	Shared bool
+	// ID is the gateway's registration, unique per process start.
+	ID string
+	// Slot is its slot in the registry, which also names its stripe of the
+	// usage tallies.
+	Slot int
+	// Others counts the other live gateways at the last renewal.
+	Others int
+}
+
+// Gateway returns this engine's registration.
+func (e *Engine) Gateway() Gateway {
+	if e.lease == nil {
+		return Gateway{}
+	}
+	return Gateway{Shared: true, ID: e.lease.holder, Slot: int(e.lease.slot), Others: int(e.lease.others.Load())}
+}
+
+// leasedStore is the store as a registered gateway sees it: every
+// transaction is refused once its registration is lost; and writing
+// transactions run one at a time, as the embedded store's writer lock runs
+// them, so that the gateway's own writes never conflict with each other on
+// its stripes of the hot rows (docs/postgres.md section 3).
 type leasedStore struct {
 	kv.Store
 	l      *lease

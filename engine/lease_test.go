@@ -3,7 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -15,46 +15,168 @@ import (
 // processes (PostgreSQL) would not offer it.
 type sharedStore struct{ kv.Store }
 
-// TestLeaseOneEngineOnASharedStore: on a store shared between processes one
-// engine runs at a time: a second is refused at Open while the first's lease
-// is live (once it has seen that lease renewed: a lease that lapses instead
-// was a killed engine's), and opens once the first closed (and released it). An engine that
-// finds its lease taken by another refuses every request with a 503, and
-// leaves the other's lease alone when it closes.
-func TestLeaseOneEngineOnASharedStore(t *testing.T) {
+// TestGatewaysShareAStore: on a store shared between processes any number
+// of engines run at once, each registered in its own slot: documents written
+// through both are stored once each with the right tallies (summed over the
+// gateways' stripes), sequence numbers and LSNs never repeat, _ts never goes
+// back when a gateway whose clock is behind writes over a document, and the
+// change feed, while both are registered, serves changes feedLag seconds on.
+func TestGatewaysShareAStore(t *testing.T) {
 	store := sharedStore{newMemStore(t)}
-	first, err := Open(ctx, Options{Store: store, DisableBackground: true})
+	a := openTestEngine(t, store, Options{DisableBackground: true})
+	clock := a.clock
+	behind := newFakeClock() // gateway b's clock, a second behind a's
+	behind.Set(clock.Now().Add(-time.Second))
+	b, err := Open(ctx, Options{Store: store, Now: behind.Now, DisableBackground: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(ctx, Options{Store: store, DisableBackground: true}); !errors.Is(err, errLeaseHeld) {
-		t.Fatalf("a second engine on the store: %v, want errLeaseHeld", err)
+	defer b.Close()
+	if a.Gateway().Slot == b.Gateway().Slot || !b.Gateway().Shared || b.Gateway().Others != 1 {
+		t.Fatalf("registrations: %+v and %+v", a.Gateway(), b.Gateway())
 	}
-	first.Close()
-	second, err := Open(ctx, Options{Store: store, DisableBackground: true})
-	if err != nil {
-		t.Fatalf("an engine after the first closed: %v", err)
+	a.mustDB("db")
+	a.mustContainer("c", `"defaultTtl":100`)
+	etags := map[string]bool{}
+	rids := map[string]bool{}
+	for i := range 40 {
+		e := a.Engine
+		if i%2 == 1 {
+			e = b
+		}
+		id := fmt.Sprintf("d%02d", i)
+		res, err := e.CreateDocument(ctx, ref("c", id, "p"), []byte(`{"id":"`+id+`","pk":"p"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if etags[res.ETag] || rids[res.RID] {
+			t.Fatalf("%s: etag %s or _rid %s given twice", id, res.ETag, res.RID)
+		}
+		etags[res.ETag], rids[res.RID] = true, true
 	}
-	defer second.Close()
-	if _, err := second.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
+	// With both registered, the feed serves up to feedLag seconds ago.
+	page, err := a.ReadChangeFeed(ctx, "db", "c", ChangeFeedOptions{})
+	var res WriteResult
+	if err != nil || len(page.Docs) != 0 {
+		t.Fatalf("change feed at once: %d documents, %v; want none yet", len(page.Docs), err)
+	}
+	for _, e := range []*Engine{a.Engine, b} {
+		u, err := e.ContainerUsage(ctx, "db", "c")
+		if err != nil || u.Documents != 40 {
+			t.Fatalf("usage %+v, %v; want 40 documents", u, err)
+		}
+	}
+	// b's clock is behind a's (10 s now): a document a wrote is replaced,
+	// by b, at a's second.
+	clock.Advance(10 * time.Second)
+	if _, err := a.CreateDocument(ctx, ref("c", "ahead", "p"), []byte(`{"id":"ahead","pk":"p"}`)); err != nil {
 		t.Fatal(err)
 	}
+	res, err = b.ReplaceDocument(ctx, ref("c", "ahead", "p"), []byte(`{"id":"ahead","pk":"p","v":2}`), Conditions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TS int64 `json:"_ts"`
+	}
+	if err := json.Unmarshal(res.Body, &doc); err != nil || doc.TS < clock.Now().Unix() {
+		t.Fatalf("_ts %d (%v) after a replace by a gateway a second behind; the version before was written at %d", doc.TS, err, clock.Now().Unix())
+	}
+	if _, err := b.DeleteDocument(ctx, ref("c", "d02", "p"), Conditions{}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance((feedLag + 2) * time.Second)
+	behind.Advance((feedLag + 12) * time.Second)
+	page, err = a.ReadChangeFeed(ctx, "db", "c", ChangeFeedOptions{MaxItems: 100})
+	if err != nil || len(page.Docs) != 40 {
+		t.Fatalf("change feed %d s on: %d documents, %v; want 40", feedLag+2, len(page.Docs), err)
+	}
+	// Once b has left, a is alone again: its own writes show at once.
+	b.Close()
+	if err := a.lease.renew(ctx); err != nil || a.Gateway().Others != 0 {
+		t.Fatalf("after b left: %v, %+v", err, a.Gateway())
+	}
+	if _, err := a.CreateDocument(ctx, ref("c", "late", "p"), []byte(`{"id":"late","pk":"p"}`)); err != nil {
+		t.Fatal(err)
+	}
+	page, err = a.ReadChangeFeed(ctx, "db", "c", ChangeFeedOptions{Continuation: page.ETag})
+	if err != nil || len(page.Docs) != 1 {
+		t.Fatalf("change feed after b left: %d documents, %v; want 1", len(page.Docs), err)
+	}
+	if err := a.Check(ctx); err != nil {
+		t.Fatalf("invariants: %v", err)
+	}
+}
 
-	// Another gateway takes the lease while this one is stalled.
-	other, _ := json.Marshal(gatewayLease{Holder: "other", Expires: time.Now().Add(time.Minute).UnixMilli()})
-	if err := store.Update(ctx, func(tx kv.Tx) error { return tx.Put(keyGatewayLease, other) }); err != nil {
+// TestGatewaySlotTaken: a gateway that finds its slot taken by another (it
+// was stalled past its lease) refuses every request with a 503, and leaves
+// the other's registration alone when it closes.
+func TestGatewaySlotTaken(t *testing.T) {
+	store := sharedStore{newMemStore(t)}
+	e, err := Open(ctx, Options{Store: store, DisableBackground: true})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := second.lease.renew(context.Background(), false); err != nil || !second.lease.lost.Load() {
-		t.Fatalf("renewal over another's lease: %v, lost %v", err, second.lease.lost.Load())
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := second.ReadDatabase(ctx, "db"); codeOf(err) != lethe.CodeServiceUnavailable {
-		t.Fatalf("a request after the lease was lost: %v, want 503", err)
+	other, _ := json.Marshal(gatewayLease{Holder: "other", Expires: time.Now().Add(time.Minute).UnixMilli()})
+	key := slotKey(e.lease.slot)
+	if err := store.Update(ctx, func(tx kv.Tx) error { return tx.Put(key, other) }); err != nil {
+		t.Fatal(err)
 	}
-	second.Close()
+	if err := e.lease.renew(context.Background()); err != nil || !e.lease.lost.Load() {
+		t.Fatalf("renewal over another's registration: %v, lost %v", err, e.lease.lost.Load())
+	}
+	if _, err := e.ReadDatabase(ctx, "db"); codeOf(err) != lethe.CodeServiceUnavailable {
+		t.Fatalf("a request after the registration was lost: %v, want 503", err)
+	}
+	e.Close()
 	var v []byte
-	if err := store.View(ctx, func(r kv.Reader) error { v, err = r.Get(keyGatewayLease); return err }); err != nil || string(v) != string(other) {
-		t.Fatalf("the other gateway's lease after this one closed: %s, %v", v, err)
+	if err := store.View(ctx, func(r kv.Reader) error { v, err = r.Get(key); return err }); err != nil || string(v) != string(other) {
+		t.Fatalf("the other gateway's registration after this one closed: %s, %v", v, err)
+	}
+}
+
+// TestPurgeLease: one gateway at a time holds a container's purge lease; the
+// other takes it once the holder has released it (at Close) or once it has
+// lapsed (a killed holder), and the status shows who holds it.
+func TestPurgeLease(t *testing.T) {
+	store := sharedStore{newMemStore(t)}
+	a := openTestEngine(t, store, Options{DisableBackground: true})
+	b := openTestEngine(t, store, Options{DisableBackground: true})
+	a.mustDB("db")
+	a.mustContainer("c", `"defaultTtl":1`)
+	var rid [8]byte
+	if err := store.View(ctx, func(r kv.Reader) error {
+		s, err := a.scope(r, "db", "c", 0)
+		rid = s.rid
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := a.holdPurgeLease(ctx, rid); err != nil || !held {
+		t.Fatalf("a takes the free lease: %v, %v", held, err)
+	}
+	if held, err := b.holdPurgeLease(ctx, rid); err != nil || held {
+		t.Fatalf("b takes a's live lease: %v, %v", held, err)
+	}
+	st, err := b.ContainerTTLStatus(ctx, "db", "c")
+	if err != nil || st.PurgeLease.Holder != a.Gateway().ID {
+		t.Fatalf("status: lease %+v, %v; want a's (%s)", st.PurgeLease, err, a.Gateway().ID)
+	}
+	a.Close()
+	if held, err := b.holdPurgeLease(ctx, rid); err != nil || !held {
+		t.Fatalf("b after a closed: %v, %v", held, err)
+	}
+	// A lapsed lease (its holder killed) is free.
+	lapsed, _ := json.Marshal(gatewayLease{Holder: "killed", Expires: time.Now().Add(-time.Millisecond).UnixMilli()})
+	if err := store.Update(ctx, func(tx kv.Tx) error { return tx.Put(purgeLeaseKey(rid), lapsed) }); err != nil {
+		t.Fatal(err)
+	}
+	b.purgeLeases.held = nil // b forgets it held it, as a new gateway would
+	if held, err := b.holdPurgeLease(ctx, rid); err != nil || !held {
+		t.Fatalf("b over a lapsed lease: %v, %v", held, err)
 	}
 }
 

@@ -309,6 +309,20 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 				}
 				e.purger.share.Store(math.Float64bits(share))
 			}
+			if yield {
+				// On a shared store, the container is this gateway's to
+				// purge only while it holds the container's purge lease.
+				var rid [8]byte
+				b, _ := decodeRID(t.rid)
+				copy(rid[:], b)
+				held, err := e.holdPurgeLease(ctx, rid)
+				if err != nil {
+					e.log.Warn("purge lease", "database", t.db, "container", t.coll, "err", err)
+				}
+				if !held {
+					continue
+				}
+			}
 			for yield && e.purger.held.Load() && ctx.Err() == nil {
 				time.Sleep(time.Millisecond)
 			}
@@ -525,7 +539,7 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, defe
 		if err != nil {
 			return err
 		}
-		if err := s.usage.apply(tx, s.rid); err != nil {
+		if err := s.usage.apply(tx, s.rid, s.stripe); err != nil {
 			return err
 		}
 		for _, l := range logged {

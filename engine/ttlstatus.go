@@ -28,6 +28,9 @@ type TTLStatus struct {
 	// at an instant in (Now + 60i, Now + 60(i+1)]; ByHour likewise by hour.
 	ByMinute [60]int64
 	ByHour   [24]int64
+	// PurgeLease is, on a store shared by several gateways, the gateway
+	// that purges the container (purgelease.go); zero on an exclusive store.
+	PurgeLease PurgeLease
 }
 
 // ContainerTTLStatus returns the container's TTL status at the current
@@ -47,6 +50,9 @@ func (e *Engine) ContainerTTLStatus(ctx context.Context, dbID, collID string) (T
 			st.OldestPending = time.Unix(oldest, 0)
 		}
 		st.Purged, _ = e.purger.countsOf(s.rid)
+		if st.PurgeLease, err = e.readPurgeLease(ctx, r, s.rid); err != nil {
+			return err
+		}
 		return s.upcomingExpiries(r, &st)
 	})
 	return st, err
@@ -69,7 +75,7 @@ func (s *scope) upcomingExpiries(r kv.Reader, st *TTLStatus) error {
 			shift = s.pol.Default
 		}
 		base := append(collKey(pfxExpiryBucket, s.rid), kind)
-		start := append(appendInt64(append([]byte(nil), base...), cut), 0) // after the cutoff second
+		start := appendInt64(append([]byte(nil), base...), cut+1) // after the cutoff second
 		end := appendInt64(append([]byte(nil), base...), s.now+day-shift+1)
 		it := r.Scan(start, end, false)
 		for it.Next() {

@@ -20,6 +20,15 @@ import (
 //   - H <collRid> <T|X> <instant:8>: a tally of the stored documents whose
 //     expiry entry (T: last write, X: own expiry instant) is at that second.
 //
+// On a store shared by several gateways every write would update the same
+// tally rows, and conflict: there each gateway keeps a stripe of its own,
+// the tally key followed by its writer (4 bytes), and readers sum the stripes
+// (a key without a stripe is the embedded store's, read alike). A stripe may
+// be negative (a gateway deleting what another wrote); a transaction that
+// lowers an expiry tally reads every stripe of its second and deletes them
+// all when they sum to zero, so that the H index still holds only seconds
+// with documents.
+//
 // The documents expired at an instant are exactly those whose T entries are at
 // or below the default cutoff and whose X entries are at or below the own
 // cutoff (the rule the purger applies), so the usage a client sees is the K
@@ -76,11 +85,12 @@ func (d *usageDelta) add(fixed [][]byte, size int, sign int64) {
 	d.buckets[k] = t
 }
 
-// apply writes the gathered changes and resets d. Bucket tallies that fall to
-// zero are deleted, so the H index holds only seconds with documents.
-func (d *usageDelta) apply(tx kv.Tx, coll [8]byte) error {
+// apply writes the gathered changes, to the gateway's stripe (nil: none),
+// and resets d. Bucket tallies that fall to zero are deleted, so the H index
+// holds only seconds with documents.
+func (d *usageDelta) apply(tx kv.Tx, coll [8]byte, stripe []byte) error {
 	if d.total != (tally{}) {
-		if err := addTally(tx, collKey(pfxUsage, coll), d.total); err != nil {
+		if err := addTally(tx, append(collKey(pfxUsage, coll), stripe...), d.total); err != nil {
 			return fmt.Errorf("update container usage: %w", err)
 		}
 	}
@@ -90,10 +100,19 @@ func (d *usageDelta) apply(tx kv.Tx, coll [8]byte) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if t := d.buckets[k]; t != (tally{}) {
-			if err := addTally(tx, []byte(k), t); err != nil {
-				return fmt.Errorf("update expiry tally: %w", err)
-			}
+		t := d.buckets[k]
+		var err error
+		switch {
+		case t == (tally{}):
+		case stripe == nil:
+			err = addTally(tx, []byte(k), t)
+		case t.count < 0:
+			err = lowerStripedTally(tx, []byte(k), stripe, t)
+		default:
+			err = addTally(tx, append([]byte(k), stripe...), t)
+		}
+		if err != nil {
+			return fmt.Errorf("update expiry tally: %w", err)
 		}
 	}
 	*d = usageDelta{}
@@ -112,22 +131,55 @@ func addTally(tx kv.Tx, key []byte, delta tally) error {
 		return err
 	}
 	cur.add(delta)
-	if cur.count == 0 {
+	if cur == (tally{}) {
 		return tx.Delete(key)
 	}
 	return tx.Put(key, cur.encode())
 }
 
-// readTally returns the tally at key, zero when absent.
-func readTally(r kv.Reader, key []byte) (tally, error) {
-	v, err := r.Get(key)
-	if errors.Is(err, kv.ErrNotFound) {
-		return tally{}, nil
-	}
+// lowerStripedTally adds the negative delta to the stripe of the tally at
+// key, or deletes every stripe when they come to sum to zero.
+func lowerStripedTally(tx kv.Tx, key, stripe []byte, delta tally) error {
+	sum, err := readTally(tx, key)
 	if err != nil {
-		return tally{}, err
+		return err
 	}
-	return decodeTally(v)
+	sum.add(delta)
+	if sum.count != 0 {
+		return addTally(tx, append(key, stripe...), delta)
+	}
+	return tx.DeleteRange(key, kv.PrefixEnd(key))
+}
+
+// readTally returns the tally at key, summed over its stripes; zero when
+// absent.
+func readTally(r kv.Reader, key []byte) (tally, error) {
+	var sum tally
+	it := r.Scan(key, kv.PrefixEnd(key), false)
+	defer it.Close()
+	for it.Next() {
+		if n := len(it.Key()) - len(key); n != 0 && n != stripeLen {
+			continue // another tally's key that starts alike: none today
+		}
+		t, err := decodeTally(it.Value())
+		if err != nil {
+			return tally{}, err
+		}
+		sum.add(t)
+	}
+	return sum, it.Close()
+}
+
+// stripeLen is the length of a stripe's suffix: the writer's number.
+const stripeLen = 4
+
+// stripe returns this engine's stripe suffix on a shared store, nil on an
+// exclusive one.
+func (e *Engine) stripe() []byte {
+	if e.lease == nil {
+		return nil
+	}
+	return binary.BigEndian.AppendUint32(nil, e.lease.writer())
 }
 
 // cutoff returns the highest instant of expiry index kind (T or X) whose
@@ -152,8 +204,7 @@ func (s *scope) expiredTally(r kv.Reader) (pending tally, oldest int64, ok bool,
 			continue
 		}
 		start := append(collKey(pfxExpiryBucket, s.rid), kind)
-		end := appendInt64(append(collKey(pfxExpiryBucket, s.rid), kind), cut)
-		end = append(end, 0) // include the cutoff second itself
+		end := appendInt64(append(collKey(pfxExpiryBucket, s.rid), kind), cut+1) // the cutoff second included
 		it := r.Scan(start, end, false)
 		first := true
 		for it.Next() {

@@ -20,6 +20,8 @@ import (
 // REST API lacks. Always served:
 //
 //	GET  /_lethe/clock   {"now": <unix seconds>, "nowRfc3339": "...", "manual": bool}
+//	GET  /_lethe/gateway this gateway's registration on a shared database
+//	                     (see gatewayBody)
 //	GET  /_lethe/dbs/{db}/colls/{coll}/ttl
 //	                     the container's TTL status: its policy, the purge's
 //	                     backlog, the documents expiring in each coming
@@ -71,6 +73,8 @@ func (s *Server) serveAdmin(w http.ResponseWriter, rq *request) {
 	switch {
 	case len(seg) == 2 && seg[1] == "clock":
 		s.method(w, rq, map[string]handler{"GET": s.getClock, "POST": s.manualOnly(s.postClock)})
+	case len(seg) == 2 && seg[1] == "gateway":
+		s.method(w, rq, map[string]handler{"GET": s.getGateway})
 	case len(seg) == 2 && seg[1] == "purge":
 		s.method(w, rq, map[string]handler{"POST": s.manualOnly(s.postPurge)})
 	case len(seg) == 6 && seg[1] == "dbs" && seg[3] == "colls" && seg[5] == "ttl":
@@ -272,6 +276,33 @@ type ttlStatusBody struct {
 		ByMinute []int64 `json:"byMinute"`
 		ByHour   []int64 `json:"byHour"`
 	} `json:"upcoming"`
+	// PurgeLease names, on a database shared by several gateways, the
+	// gateway that purges the container (its id in GET /_lethe/gateway) and
+	// when its lease lapses unless renewed; absent when none holds it, and
+	// always on an embedded store.
+	PurgeLease *purgeLeaseBody `json:"purgeLease,omitempty"`
+}
+
+type purgeLeaseBody struct {
+	Holder  string `json:"holder"`
+	Expires string `json:"expires"`
+}
+
+// gatewayBody is the response of GET /_lethe/gateway.
+type gatewayBody struct {
+	// Shared is true on a database shared by gateways (--store postgres://).
+	Shared bool `json:"shared"`
+	// ID is this gateway's registration, unique per process start; Slot its
+	// slot in the database's gateway registry; OtherGateways the other live
+	// gateways it saw at its last renewal (every 3 s).
+	ID            string `json:"id,omitempty"`
+	Slot          int    `json:"slot"`
+	OtherGateways int    `json:"otherGateways"`
+}
+
+func (s *Server) getGateway(w http.ResponseWriter, rq *request) {
+	g := s.opts.Engine.Gateway()
+	rq.writeJSON(w, http.StatusOK, gatewayBody{Shared: g.Shared, ID: g.ID, Slot: g.Slot, OtherGateways: g.Others})
 }
 
 func (s *Server) getTTLStatus(w http.ResponseWriter, rq *request) {
@@ -289,6 +320,9 @@ func (s *Server) getTTLStatus(w http.ResponseWriter, rq *request) {
 		b.Backlog.OldestExpired, b.Backlog.OldestAgeSeconds = rfc3339(at), &age
 	}
 	b.Upcoming.ByMinute, b.Upcoming.ByHour = st.ByMinute[:], st.ByHour[:]
+	if st.PurgeLease.Holder != "" {
+		b.PurgeLease = &purgeLeaseBody{Holder: st.PurgeLease.Holder, Expires: st.PurgeLease.Expires.UTC().Format(time.RFC3339Nano)}
+	}
 	rq.writeJSON(w, http.StatusOK, b)
 }
 

@@ -21,6 +21,16 @@ import (
 	"github.com/lethe-db/lethe/metrics"
 )
 
+// ManualClock is a clock moved only by hand (lethe serve --clock=manual).
+type ManualClock interface {
+	// Now returns the clock's time.
+	Now() time.Time
+	// Advance moves it forward by d; Set moves it to t. Neither goes back:
+	// they return an error wrapping clock.ErrBackwards instead.
+	Advance(d time.Duration) (time.Time, error)
+	Set(t time.Time) (time.Time, error)
+}
+
 // Options configure a Server. Zero fields take their defaults.
 type Options struct {
 	// Engine serves every request. Required.
@@ -40,8 +50,9 @@ type Options struct {
 	// ManualClock, when set, is the clock the engine runs on (its Options.Now
 	// must be ManualClock.Now), and turns on the admin API that moves it and
 	// runs the purge: /_lethe/clock and /_lethe/purge (see admin.go). When nil
-	// those paths answer 404.
-	ManualClock *clock.Manual
+	// those paths answer 404. A *clock.Manual, or an
+	// *engine.SharedManualClock for gateways sharing a store.
+	ManualClock ManualClock
 	// AdvertiseEndpoint is the URL that GET / advertises to SDKs as the
 	// account's only region, where they send every later request (the Cosmos
 	// account's regional endpoint). Empty means the scheme and Host of each
@@ -66,6 +77,9 @@ type Server struct {
 
 // New returns a server for opts. Serve it with Serve or ServeTLS.
 func New(opts Options) *Server {
+	if m, ok := opts.ManualClock.(*clock.Manual); ok && m == nil {
+		opts.ManualClock = nil // a nil *clock.Manual is no manual clock
+	}
 	if opts.Consistency == "" {
 		opts.Consistency = "Session"
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lethe-db/lethe/clock"
 	"github.com/lethe-db/lethe/engine"
+	"github.com/lethe-db/lethe/gateway"
 )
 
 // Values of --clock.
@@ -30,7 +31,7 @@ func serverClock(mode string) (now func() time.Time, manual *clock.Manual) {
 // persisted high-water mark is ahead of it (a clock advanced before a restart):
 // the engine would never go below that mark anyway, and without this the next
 // advances would be swallowed until the manual clock caught up.
-func catchUpClock(ctx context.Context, m *clock.Manual, eng *engine.Engine) error {
+func catchUpClock(ctx context.Context, m gateway.ManualClock, eng *engine.Engine) error {
 	if m == nil {
 		return nil
 	}

@@ -462,7 +462,19 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		}
 	}()
 	now, manual := serverClock(c.clock)
-	if manual == nil && embedded == nil {
+	var manualClock gateway.ManualClock
+	if manual != nil {
+		manualClock = manual
+	}
+	switch {
+	case embedded == nil && manual != nil:
+		// Every gateway on the database reads and moves one manual clock.
+		shared, err := engine.NewSharedManualClock(ctx, store, time.Now())
+		if err != nil {
+			return err
+		}
+		now, manualClock = shared.Now, shared
+	case embedded == nil:
 		now = nil // the database's time, which every gateway on it shares (engine.Options.Now)
 	}
 	opts := engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, PurgeControl: c.purge, EnforceDefaultThroughput: c.enforceRU, Activity: users,
@@ -474,13 +486,13 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := catchUpClock(ctx, manual, eng); err != nil {
+	if err := catchUpClock(ctx, manualClock, eng); err != nil {
 		return err
 	}
 
 	key, _ := base64.StdEncoding.DecodeString(c.key)
 	srv := gateway.New(gateway.Options{Engine: eng, Key: key, Consistency: c.consistency, Logger: log, Version: versionString(),
-		ManualClock: manual, AdvertiseEndpoint: c.advertise, Metrics: newMetrics(c, eng, embedded, pgStore, log)})
+		ManualClock: manualClock, AdvertiseEndpoint: c.advertise, Metrics: newMetrics(c, eng, embedded, pgStore, log)})
 
 	var cert *tls.Certificate
 	switch {

@@ -13,6 +13,10 @@ import { existsSync } from "node:fs";
 import { after } from "node:test";
 import { chromium } from "playwright-core";
 
+import { WAIT_MS } from "./helpers.js";
+
+export { eventually } from "./helpers.js";
+
 /** The browser under test: Debian's chromium package. */
 export const CHROMIUM = "/usr/bin/chromium";
 
@@ -20,7 +24,7 @@ export const CHROMIUM = "/usr/bin/chromium";
 export const VIEWPORT = { width: 1200, height: 800 };
 
 /** How long a locator action or an eventually() waits before failing. */
-export const WAIT_MS = 15_000;
+export { WAIT_MS };
 
 /**
  * Launches headless chromium once for the calling test file and closes it in
@@ -90,29 +94,6 @@ export async function assertNoProblems(problems) {
   assert.deepEqual(csp, [], "Content-Security-Policy violations");
   assert.deepEqual(problems.pageErrors, [], "uncaught exceptions in the page");
   assert.deepEqual(problems.dialogs, [], "dialogs raised by the page");
-}
-
-/**
- * Calls fn until it resolves without throwing and returns its value; after
- * timeoutMs it fails with `what` and fn's last error (an assertion's message
- * shows what was last seen).
- */
-export async function eventually(what, fn, timeoutMs = WAIT_MS) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    try {
-      return await fn();
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      const e = new Error(`timed out after ${timeoutMs} ms waiting for ${what}: ${last?.message ?? last}`);
-      e.cause = last;
-      throw e;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 /**

@@ -152,3 +152,29 @@ export async function drainChangeFeed(it, check = () => {}) {
     got.push(...res.result);
   }
 }
+
+/** How long eventually waits by default. */
+export const WAIT_MS = 15_000;
+
+/**
+ * Calls fn until it resolves without throwing and returns its value; after
+ * timeoutMs it fails with `what` and fn's last error (an assertion's message
+ * shows what was last seen).
+ */
+export async function eventually(what, fn, timeoutMs = WAIT_MS) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      const e = new Error(`timed out after ${timeoutMs} ms waiting for ${what}: ${last?.message ?? last}`);
+      e.cause = last;
+      throw e;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
