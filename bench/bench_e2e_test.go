@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/lethe-db/lethe/kv/pgkv/pgtest"
 )
 
 // letheBinary returns the lethe binary to run: $LETHE_BIN (as scripts/test
@@ -157,5 +160,54 @@ func TestBenchSustainedEndToEnd(t *testing.T) {
 		if !bytes.Contains(stdout.Bytes(), []byte(want)) {
 			t.Errorf("no %q on stdout", want)
 		}
+	}
+}
+
+// TestBenchGatewaysEndToEnd spawns two gateways over one PostgreSQL
+// database: the workers are spread over both, the set-up goes through the
+// first, and the server figures are the sum of both processes'.
+func TestBenchGatewaysEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns servers")
+	}
+	store := pgtest.Database(t)
+	rep, stdout := runBench(t, "--spawn", "--gateways", "2", "--serve-args=--store "+store,
+		"--workload", "create,read", "--docs", "100", "--duration", "1s", "--concurrency", "4", "--warmup", "250ms")
+	if rep.Interrupted || len(rep.Problems) > 0 {
+		t.Errorf("interrupted %v, problems %q", rep.Interrupted, rep.Problems)
+	}
+	if rep.Params.Gateways != 2 || len(rep.Gateways) != 2 || rep.Server != rep.Gateways[0] {
+		t.Fatalf("params %+v, server %+v, gateways %+v", rep.Params, rep.Server, rep.Gateways)
+	}
+	g1, g2 := rep.Gateways[0], rep.Gateways[1]
+	if g1.PID == 0 || g2.PID == 0 || g1.PID == g2.PID || g1.Endpoint == g2.Endpoint {
+		t.Errorf("gateways %+v and %+v: want two processes on two ports", g1, g2)
+	}
+	if p := rep.Populate; p == nil || p.Docs != 100 || p.Errors != 0 {
+		t.Errorf("populate %+v, want 100 documents", p)
+	}
+	for _, w := range rep.Workloads {
+		if w.Error != "" || w.Ops <= 0 || w.Errors != 0 || w.Target != "lethe x2" {
+			t.Errorf("%s: error %q, %d ops, %d errors %v, target %q", w.Workload, w.Error, w.Ops, w.Errors, w.ErrorSample, w.Target)
+		}
+		s := w.Server
+		if s == nil || !slices.Equal(s.PIDs, []int{g1.PID, g2.PID}) || len(w.Gateways) != 2 {
+			t.Fatalf("%s: server stats %+v, gateways %+v", w.Workload, s, w.Gateways)
+		}
+		var rss int64
+		var cpu float64
+		for _, g := range w.Gateways {
+			if g.Workers != 2 || g.Ops <= 0 || g.Errors != 0 || g.RSSBytes <= 0 || g.CPUSeconds <= 0 {
+				t.Errorf("%s on %s: %+v", w.Workload, g.Name, g)
+			}
+			rss += g.RSSBytes
+			cpu += g.CPUSeconds
+		}
+		if s.RSSBytes != rss || math.Abs(s.CPUSeconds-cpu) > 1e-6 {
+			t.Errorf("%s: server RSS %d, CPU %.3fs; the gateways' sum %d, %.3fs", w.Workload, s.RSSBytes, s.CPUSeconds, rss, cpu)
+		}
+	}
+	if !bytes.Contains(stdout.Bytes(), []byte("gateways: 2 over one store")) {
+		t.Errorf("no gateways on stdout:\n%s", stdout)
 	}
 }

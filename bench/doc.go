@@ -6,8 +6,8 @@
 // # Workloads
 //
 // Each workload runs Options.Concurrency goroutines that share one SDK
-// client, for Options.Duration or Options.Ops operations, after a warmup that
-// is not counted:
+// client (one per gateway, see below), for Options.Duration or Options.Ops
+// operations, after a warmup that is not counted:
 //
 //	create         point creates of new documents
 //	read           point reads of existing documents
@@ -44,6 +44,24 @@
 // second half of the run (the steady state), and the purge rate. Against an
 // endpoint it runs once, with the data directory's size only when
 // Options.DataDirSize names it. The ceiling does not run it.
+//
+// # Several gateways
+//
+// Lethe can run as several gateways, separate `lethe serve` processes over
+// one store (--store postgres://...). With Options.Gateways above 1, Spawn
+// starts that many, each with the same Options.ServeArgs (which must name
+// the store), a temporary data directory and a loopback port of its own;
+// without Spawn, Options.Endpoint may list gateways started by hand,
+// comma-separated. Each gateway gets an SDK client and HTTP transport of its
+// own, and worker i of every workload uses gateway i % n. The set-up goes
+// through the first gateway only: the database (which the others must then
+// see), deleting and recreating each container, and populating; the other
+// gateways' clients just address the same names. The server's memory and
+// CPU figures are the sums over the gateways' processes, and each
+// measurement also has every gateway's share: its workers, operations,
+// errors, RSS and CPU. The quiescing before each workload waits for every
+// gateway. The ceiling stays one process, and ttl-sustained, which compares
+// fresh servers of its own, runs on one gateway only: it refuses several.
 //
 // # The ceiling
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -34,7 +35,10 @@ var Workloads = []string{"create", "read", "replace", "upsert", "query-pk", "que
 // Options configure a benchmark run. A zero field takes its default.
 type Options struct {
 	// Endpoint is the Cosmos DB endpoint to drive, unless Spawn is set. The
-	// default is DefaultEndpoint.
+	// default is DefaultEndpoint. It may list several comma-separated
+	// endpoints, gateways over one shared store (started by hand): the
+	// workers are spread over them round-robin, as over spawned Gateways,
+	// and the set-up goes through the first (see Endpoints).
 	Endpoint string
 	// Key is the endpoint's base64 master key. The default is EmulatorKey.
 	Key string
@@ -48,6 +52,14 @@ type Options struct {
 	// them, the server gets a temporary data directory, removed afterwards.
 	Spawn     bool
 	ServeArgs []string
+	// Gateways is the number of `lethe serve` processes Spawn starts, each
+	// with the same ServeArgs, its own temporary data directory and its own
+	// free loopback port. The default is 1. More than one needs a shared
+	// store (--store in ServeArgs, or LETHE_STORE): worker i of each
+	// workload uses gateway i % Gateways, each gateway through an SDK client
+	// and HTTP transport of its own, and the set-up (database, containers,
+	// populating) goes through the first.
+	Gateways int
 	// ServerPID is the process id of a local server at Endpoint, to sample
 	// its memory and CPU time from /proc. Spawned servers are sampled anyway.
 	ServerPID int
@@ -64,7 +76,7 @@ type Options struct {
 	// DocSize is the size of each document in bytes. The default is 1024.
 	DocSize int
 	// Concurrency is the number of concurrent clients (goroutines sharing
-	// one SDK client). The default is 8.
+	// one SDK client per gateway). The default is 8.
 	Concurrency int
 	// Duration is how long each workload is measured, unless Ops is set.
 	// The default is 10s.
@@ -139,6 +151,9 @@ func (o *Options) EnsureDefaults() {
 	if o.Concurrency == 0 {
 		o.Concurrency = DefaultConcurrency
 	}
+	if o.Gateways == 0 {
+		o.Gateways = 1
+	}
 	if o.Duration == 0 {
 		o.Duration = DefaultDuration
 	}
@@ -206,6 +221,7 @@ func (o *Options) Validate() error {
 	if !o.Spawn && len(o.ServeArgs) > 0 {
 		errs = append(errs, errors.New("serve-args needs spawn"))
 	}
+	errs = append(errs, o.validateGateways()...)
 	if o.FsyncCount < 0 {
 		errs = append(errs, errors.New("fsync count must be positive"))
 	}
@@ -219,4 +235,92 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("spawn and data-dir-size do not go together: spawned servers' data directories are measured anyway"))
 	}
 	return errors.Join(errs...)
+}
+
+// Endpoints returns the endpoints Endpoint lists, comma-separated, without
+// surrounding spaces: one for each gateway driven (unless Spawn is set).
+func (o *Options) Endpoints() []string {
+	var es []string
+	for e := range strings.SplitSeq(o.Endpoint, ",") {
+		es = append(es, strings.TrimSpace(e))
+	}
+	return es
+}
+
+// gatewayCount returns the number of gateways the workloads are spread over.
+func (o *Options) gatewayCount() int {
+	if o.Spawn {
+		return max(o.Gateways, 1)
+	}
+	return len(o.Endpoints())
+}
+
+// validateGateways checks the options that concern several gateways.
+func (o *Options) validateGateways() []error {
+	var errs []error
+	if o.Gateways < 0 {
+		errs = append(errs, errors.New("gateways must be positive"))
+	}
+	if o.Gateways > 1 && !o.Spawn {
+		errs = append(errs, errors.New("gateways needs spawn: to drive gateways started by hand, list their endpoints, comma-separated"))
+	}
+	if !o.Spawn {
+		for _, e := range o.Endpoints() {
+			if e == "" {
+				errs = append(errs, fmt.Errorf("endpoint list %q has an empty endpoint", o.Endpoint))
+				break
+			}
+		}
+	}
+	n := o.gatewayCount()
+	if n <= 1 {
+		return errs
+	}
+	if o.Spawn {
+		if storeArg(o.ServeArgs) == "" && os.Getenv("LETHE_STORE") == "" {
+			errs = append(errs, fmt.Errorf("%d gateways need a shared store: add --store postgres://... to serve-args (without one, each gateway would serve its own data directory)", n))
+		}
+		if hasFlag(o.ServeArgs, "data-dir") {
+			errs = append(errs, errors.New("several gateways and --data-dir in serve-args do not go together: each spawned gateway gets a temporary data directory of its own"))
+		}
+	}
+	if !o.Spawn && o.ServerPID != 0 {
+		errs = append(errs, errors.New("server-pid names one process: it does not go with several endpoints"))
+	}
+	if o.Concurrency < n {
+		errs = append(errs, fmt.Errorf("concurrency %d is less than the %d gateways: each gateway needs a worker", o.Concurrency, n))
+	}
+	if slices.Contains(o.Workloads, "ttl-sustained") {
+		errs = append(errs, errors.New("ttl-sustained runs on one gateway: it does not go with several gateways or endpoints"))
+	}
+	return errs
+}
+
+// storeArg returns the value of the last --store flag in a `lethe serve`
+// command line, or "".
+func storeArg(args []string) string {
+	store := ""
+	for i := 0; i < len(args); i++ {
+		name, val, hasVal := flagOf(args[i])
+		if name != "store" {
+			continue
+		}
+		if !hasVal && i+1 < len(args) {
+			i++
+			val = args[i]
+		}
+		store = val
+	}
+	return store
+}
+
+// hasFlag reports whether a command line has the flag name (-name, --name or
+// --name=value).
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		if n, _, _ := flagOf(a); n == name {
+			return true
+		}
+	}
+	return false
 }

@@ -41,7 +41,7 @@ type phase struct {
 	label    string        // for progress lines, e.g. "read on lethe"
 	duration time.Duration // stop after this long, unless ops is set
 	ops      int64         // stop after this many operations (errors count)
-	pid      int           // server to sample for memory, or 0
+	server   *target       // server (all its gateways) to sample for memory, or nil
 	seed     uint64
 	// watch, when set, runs on a goroutine of its own for the phase's
 	// life: it starts before the workers, can read the running count of
@@ -62,12 +62,22 @@ type phaseResult struct {
 	errCount    int64
 	peakRSS     int64
 	interrupted bool
+	// byOp are the successful operations and errors of the workers of each
+	// of runPhase's ops (each gateway's), and how many workers ran it.
+	byOp []opTotals
 }
 
-// runPhase runs op in concurrency goroutines until ph's duration or
-// operation count is reached, or ctx ends. An operation cut short by ctx is
-// not counted, neither as a success nor as an error.
-func (r *runner) runPhase(ctx context.Context, op opFunc, ph phase) *phaseResult {
+// opTotals are one op's share of a phase.
+type opTotals struct {
+	workers   int
+	ops, errs int64
+}
+
+// runPhase runs ops in concurrency goroutines, worker i running ops[i %
+// len(ops)] (with several gateways, one op per gateway), until ph's duration
+// or operation count is reached, or ctx ends. An operation cut short by ctx
+// is not counted, neither as a success nor as an error.
+func (r *runner) runPhase(ctx context.Context, ops []opFunc, ph phase) *phaseResult {
 	var (
 		c       counters
 		stop    atomic.Bool
@@ -104,6 +114,7 @@ func (r *runner) runPhase(ctx context.Context, op opFunc, ph phase) *phaseResult
 			counters: &c,
 		}
 		workers[i] = w
+		op := ops[i%len(ops)]
 		wg.Go(func() {
 			for !stop.Load() && ctx.Err() == nil {
 				if ph.ops > 0 && tickets.Add(1) > ph.ops {
@@ -139,7 +150,11 @@ func (r *runner) runPhase(ctx context.Context, op opFunc, ph phase) *phaseResult
 	<-watchStopped
 	res.interrupted = ctx.Err() != nil
 	res.errs, res.errText = map[string]int64{}, map[string]string{}
-	for _, w := range workers {
+	res.byOp = make([]opTotals, len(ops))
+	for i, w := range workers {
+		by := &res.byOp[i%len(ops)]
+		by.workers++
+		by.ops += w.ops
 		res.hist.Merge(&w.hist)
 		res.ops += w.ops
 		res.rows += w.rows
@@ -150,13 +165,14 @@ func (r *runner) runPhase(ctx context.Context, op opFunc, ph phase) *phaseResult
 			}
 			res.errs[k] += n
 			res.errCount += n
+			by.errs += n
 		}
 	}
 	return res
 }
 
 // progress prints a line a second while a phase runs, and samples the
-// server's memory for the phase's peak.
+// server's memory (the sum over its gateways) for the phase's peak.
 func (r *runner) progress(ph phase, c *counters, res *phaseResult, done <-chan struct{}) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -172,11 +188,9 @@ func (r *runner) progress(ph phase, c *counters, res *phaseResult, done <-chan s
 		secs := time.Since(start).Seconds()
 		line := fmt.Sprintf("bench: %s: %3.0fs %9d ops %8.0f ops/s (last second %6d) %d errors", ph.label, secs, ops, float64(ops)/secs, ops-last, errs)
 		last = ops
-		if ph.pid > 0 {
-			if s, err := ReadProc(ph.pid); err == nil {
-				res.peakRSS = max(res.peakRSS, s.RSS)
-				line += fmt.Sprintf(", server RSS %.0f MB", mb(s.RSS))
-			}
+		if s, ok := ph.server.sample(); ok {
+			res.peakRSS = max(res.peakRSS, s.RSS)
+			line += fmt.Sprintf(", server RSS %.0f MB", mb(s.RSS))
 		}
 		fmt.Fprintln(r.opts.Progress, line)
 	}

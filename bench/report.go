@@ -15,17 +15,23 @@ import (
 // Report is the result of a run: what was run, where, and what each workload
 // measured. It is written as text (WriteText) and as JSON (WriteJSON).
 type Report struct {
-	Version     string       `json:"version,omitempty"` // of the lethe binary running the benchmark
-	Started     time.Time    `json:"started"`
-	Finished    time.Time    `json:"finished"`
-	Interrupted bool         `json:"interrupted"`
-	Params      Params       `json:"params"`
-	Machine     Machine      `json:"machine"`
-	Server      ServerInfo   `json:"server"`
-	Ceiling     *ServerInfo  `json:"ceiling,omitempty"`
-	Fsync       *FsyncResult `json:"fsync_probe,omitempty"`
-	Populate    *Populate    `json:"populate,omitempty"`
-	Workloads   []*Result    `json:"workloads"`
+	Version     string    `json:"version,omitempty"` // of the lethe binary running the benchmark
+	Started     time.Time `json:"started"`
+	Finished    time.Time `json:"finished"`
+	Interrupted bool      `json:"interrupted"`
+	Params      Params    `json:"params"`
+	Machine     Machine   `json:"machine"`
+	// Server is the server measured; with several gateways, the first,
+	// through which the set-up went.
+	Server ServerInfo `json:"server"`
+	// Gateways are the server's gateways (separate processes or endpoints
+	// over one store) the workers were spread over, round-robin: Server
+	// alone, or every gateway, Server first.
+	Gateways  []ServerInfo `json:"gateways"`
+	Ceiling   *ServerInfo  `json:"ceiling,omitempty"`
+	Fsync     *FsyncResult `json:"fsync_probe,omitempty"`
+	Populate  *Populate    `json:"populate,omitempty"`
+	Workloads []*Result    `json:"workloads"`
 	// Problems lists what went wrong outside the counted operations: a
 	// workload that could not be set up, a server that exited early.
 	Problems []string `json:"problems,omitempty"`
@@ -33,9 +39,12 @@ type Report struct {
 
 // Params are the run's parameters.
 type Params struct {
-	Endpoint      string   `json:"endpoint"`
-	Spawn         bool     `json:"spawn"`
-	ServeArgs     []string `json:"serve_args,omitempty"`
+	Endpoint string `json:"endpoint"` // as given, comma-separated when several; "" when spawned
+	Spawn    bool   `json:"spawn"`
+	// Gateways is the number of gateways (spawned, or endpoints) the
+	// workers were spread over.
+	Gateways      int      `json:"gateways"`
+	ServeArgs     []string `json:"serve_args,omitempty"` // URL passwords redacted
 	Workloads     []string `json:"workloads"`
 	Docs          int      `json:"docs"`
 	DocSize       int      `json:"doc_size"`
@@ -104,6 +113,9 @@ type Measurement struct {
 	ByStatus    map[string]int64  `json:"errors_by_status,omitempty"`
 	ErrorSample map[string]string `json:"error_samples,omitempty"`
 	Server      *ServerStats      `json:"server_stats,omitempty"`
+	// Gateways are each gateway's share, when the workers were spread over
+	// several.
+	Gateways []GatewayStats `json:"gateways,omitempty"`
 	// ClientCPUPerOp is the benchmark process's own CPU time per operation
 	// (SDK, HTTP and JSON on the client side), microseconds.
 	ClientCPUPerOp float64 `json:"client_cpu_us_per_op"`
@@ -135,14 +147,36 @@ type Latency struct {
 	Max  float64 `json:"max"`
 }
 
-// ServerStats are the server process's memory and CPU, from /proc.
+// ServerStats are the server process's memory and CPU, from /proc. With
+// several gateways each figure is the sum over their processes (PIDs): RSS
+// summed at each sample, HWM the sum of each process's own peak, CPU the
+// total; Measurement.Gateways has each one's.
 type ServerStats struct {
-	PID          int     `json:"pid"`
+	PID          int     `json:"pid"`            // the first gateway's, with several
+	PIDs         []int   `json:"pids,omitempty"` // every gateway's, with several
 	RSSBytes     int64   `json:"rss_bytes"`      // at the end of the workload
 	RSSPeakBytes int64   `json:"rss_peak_bytes"` // highest sampled during it
 	HWMBytes     int64   `json:"hwm_bytes"`      // the process's peak RSS so far (VmHWM)
 	CPUSeconds   float64 `json:"cpu_sec"`
 	CPUPerOp     float64 `json:"cpu_us_per_op"`
+}
+
+// GatewayStats are one gateway's share of a measurement whose workers were
+// spread over several: the operations of the workers that used it, and its
+// process's memory and CPU when it is local (spawned).
+type GatewayStats struct {
+	Name      string  `json:"name"`
+	Endpoint  string  `json:"endpoint"`
+	PID       int     `json:"pid,omitempty"`
+	Workers   int     `json:"workers"`
+	Ops       int64   `json:"ops"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	Errors    int64   `json:"errors"`
+	// RSSBytes is at the end of the workload; CPUSeconds over it, and
+	// CPUPerOp per operation of this gateway's workers.
+	RSSBytes   int64   `json:"rss_bytes,omitempty"`
+	CPUSeconds float64 `json:"cpu_sec,omitempty"`
+	CPUPerOp   float64 `json:"cpu_us_per_op,omitempty"`
 }
 
 // Ratio is the server's figures divided by the ceiling's, measured in the
@@ -182,14 +216,16 @@ func (r *Report) WriteJSON(path string) error {
 func (r *Report) WriteText(w io.Writer) {
 	p := r.Params
 	fmt.Fprintf(w, "lethe bench %s, %s\n", r.Version, r.Started.UTC().Format("2006-01-02 15:04:05 UTC"))
-	fmt.Fprintf(w, "server:   %s at %s", r.Server.Name, r.Server.Endpoint)
-	if r.Server.Command != "" {
-		fmt.Fprintf(w, " (%s)", r.Server.Command)
+	if len(r.Gateways) > 1 {
+		fmt.Fprintf(w, "gateways: %d over one store, the workers spread round-robin, the set-up through the first; server figures are their sum\n", len(r.Gateways))
+		for _, g := range r.Gateways {
+			fmt.Fprint(w, "          ")
+			writeServer(w, g)
+		}
+	} else {
+		fmt.Fprint(w, "server:   ")
+		writeServer(w, r.Server)
 	}
-	if r.Server.PID > 0 {
-		fmt.Fprintf(w, ", pid %d", r.Server.PID)
-	}
-	fmt.Fprintln(w)
 	if r.Ceiling != nil {
 		fmt.Fprintf(w, "ceiling:  canned responses, no storage (%s), pid %d\n", r.Ceiling.Command, r.Ceiling.PID)
 	}
@@ -200,8 +236,12 @@ func (r *Report) WriteText(w io.Writer) {
 	if p.Ops > 0 {
 		length = fmt.Sprintf("%d operations per workload", p.Ops)
 	}
-	fmt.Fprintf(w, "run:      %d clients, %d-byte documents, %s after %vs warmup, %s keys over %d documents in %d partitions\n",
-		p.Concurrency, p.DocSize, length, p.WarmupSec, p.Keys, p.Docs, p.Partitions)
+	clients := fmt.Sprintf("%d clients", p.Concurrency)
+	if p.Gateways > 1 {
+		clients += fmt.Sprintf(" over %d gateways", p.Gateways)
+	}
+	fmt.Fprintf(w, "run:      %s, %d-byte documents, %s after %vs warmup, %s keys over %d documents in %d partitions\n",
+		clients, p.DocSize, length, p.WarmupSec, p.Keys, p.Docs, p.Partitions)
 	if f := r.Fsync; f != nil {
 		fmt.Fprintf(w, "fsync:    %s: %d KB write + fdatasync: median %.2f ms, p99 %.2f ms, max %.2f ms (%d writes)\n",
 			f.Dir, f.BlockBytes/1024, f.MedianUS/1000, f.P99US/1000, f.MaxUS/1000, f.Writes)
@@ -267,7 +307,14 @@ func (r *Report) WriteText(w io.Writer) {
 				notes = append(notes, fmt.Sprintf("%s on %s: the other server used %.2fs of CPU meanwhile (%.0f%% of a core)", res.Workload, m.Target, m.IdleServerCPU, 100*m.IdleServerCPU/m.Seconds))
 			}
 			if m.OtherCPU >= 0.25*m.Seconds && m.Seconds > 0 {
-				notes = append(notes, fmt.Sprintf("%s on %s: the rest of the machine used about %.1fs of CPU meanwhile (%.0f%% of a core): noisy", res.Workload, m.Target, m.OtherCPU, 100*m.OtherCPU/m.Seconds))
+				note := fmt.Sprintf("%s on %s: the rest of the machine used about %.1fs of CPU meanwhile (%.0f%% of a core): noisy", res.Workload, m.Target, m.OtherCPU, 100*m.OtherCPU/m.Seconds)
+				if storeArg(p.ServeArgs) != "" && m.Target != "ceiling" {
+					note += ", or the --store's own work if it is local"
+				}
+				notes = append(notes, note)
+			}
+			if len(m.Gateways) > 0 {
+				notes = append(notes, fmt.Sprintf("%s on %s: %s", res.Workload, m.Target, gatewayShares(m.Gateways)))
 			}
 			if m.RowsPerOp > 0 && m.RowsPerOp < queryPageSize {
 				notes = append(notes, fmt.Sprintf("%s on %s: %.1f rows per page (fewer than %d documents match each query)", res.Workload, m.Target, m.RowsPerOp, queryPageSize))
@@ -305,6 +352,31 @@ func (res *Result) measurements() []*Measurement {
 		ms = append(ms, run.Measurement)
 	}
 	return ms
+}
+
+// writeServer writes a line naming a server.
+func writeServer(w io.Writer, s ServerInfo) {
+	fmt.Fprintf(w, "%s at %s", s.Name, s.Endpoint)
+	if s.Command != "" {
+		fmt.Fprintf(w, " (%s)", s.Command)
+	}
+	if s.PID > 0 {
+		fmt.Fprintf(w, ", pid %d", s.PID)
+	}
+	fmt.Fprintln(w)
+}
+
+// gatewayShares describes each gateway's share of a measurement.
+func gatewayShares(gs []GatewayStats) string {
+	var parts []string
+	for _, g := range gs {
+		s := fmt.Sprintf("%s %d workers %.0f ops/s %d errors", g.Name, g.Workers, g.OpsPerSec, g.Errors)
+		if g.PID > 0 && (g.RSSBytes > 0 || g.CPUSeconds > 0) {
+			s += fmt.Sprintf(" RSS %.1f MB CPU %.2fs (%.0f us/op)", mb(g.RSSBytes), g.CPUSeconds, g.CPUPerOp)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func row(w io.Writer, name string, m *Measurement, ratio, cpuRatio string) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
 	"slices"
@@ -38,9 +39,11 @@ type runner struct {
 	exe     string  // the lethe binary servers are spawned from
 }
 
-// target is a server the workloads run against.
+// target is a server the workloads run against: one process, or several
+// gateways over one store (the first, with the others as its peers).
 type target struct {
 	info      ServerInfo
+	label     string // in measurements and progress lines: info.Name, or e.g. "lethe x2" for gateways
 	child     *child // when spawned
 	canned    bool   // the ceiling: nothing to populate
 	tr        *http.Transport
@@ -48,6 +51,16 @@ type target struct {
 	ready     map[string]*azcosmos.ContainerClient
 	populated bool
 	seq       atomic.Int64
+	// peers are the other gateways over the same store when the workloads
+	// are spread over several (each has its own SDK client and transport):
+	// the set-up (database, containers, populating) goes through this one,
+	// the first, and worker i of a workload uses all()[i % len(all())].
+	peers []*target
+}
+
+// all returns t's gateways, t first.
+func (t *target) all() []*target {
+	return append([]*target{t}, t.peers...)
 }
 
 // Run runs the benchmark described by o: it starts the servers it needs, runs
@@ -96,12 +109,24 @@ func Run(ctx context.Context, o *Options) (rep *Report, err error) {
 		} else {
 			r.rep.Workloads = append(r.rep.Workloads, r.runWorkload(ctx, wl))
 		}
-		if c := r.server.child; c != nil && c.exited() {
-			r.problem("the server exited during the run: %v\n%s", c.waitErr, c.tail)
+		if r.serverExited() {
 			break
 		}
 	}
 	return r.rep, nil
+}
+
+// serverExited reports whether a spawned gateway of the run's server has
+// exited, as a problem.
+func (r *runner) serverExited() bool {
+	exited := false
+	for _, g := range r.server.all() {
+		if c := g.child; c != nil && c.exited() {
+			r.problem("%s exited during the run: %v\n%s", g.info.Name, c.waitErr, c.tail)
+			exited = true
+		}
+	}
+	return exited
 }
 
 func (r *runner) problem(format string, args ...any) {
@@ -120,18 +145,42 @@ func (r *runner) startServers(ctx context.Context) error {
 		}
 	}
 	r.exe = exe
-	if o.Spawn {
-		args, tmp, err := serveArgs(o.ServeArgs)
-		if err != nil {
-			return err
+	n := o.gatewayCount()
+	name := func(base string, i int) string {
+		if n == 1 {
+			return base
 		}
-		if r.server, err = r.spawn("lethe", args, tmp); err != nil {
-			return err
+		return base + " " + strconv.Itoa(i+1)
+	}
+	if o.Spawn {
+		for i := range n {
+			// Each gateway gets a temporary data directory of its own.
+			args, tmp, err := serveArgs(o.ServeArgs)
+			if err != nil {
+				return err
+			}
+			g, err := r.spawn(name("lethe", i), args, tmp)
+			if err != nil {
+				return err // r.close stops the gateways already started
+			}
+			r.addGateway(g)
 		}
 	} else {
-		r.server = r.newTarget(ServerInfo{Name: "server", Endpoint: o.Endpoint, PID: o.ServerPID})
+		for i, e := range o.Endpoints() {
+			r.addGateway(r.newTarget(ServerInfo{Name: name("server", i), Endpoint: e, PID: o.ServerPID}))
+		}
+	}
+	if n > 1 {
+		base := "server"
+		if o.Spawn {
+			base = "lethe"
+		}
+		r.server.label = base + " x" + strconv.Itoa(n)
 	}
 	r.rep.Server = r.server.info
+	for _, g := range r.server.all() {
+		r.rep.Gateways = append(r.rep.Gateways, g.info)
+	}
 	if o.Ceiling {
 		args := []string{"bench", "--serve-ceiling", "--addr", "127.0.0.1:0", "--doc-size", strconv.Itoa(o.DocSize)}
 		var err error
@@ -144,10 +193,20 @@ func (r *runner) startServers(ctx context.Context) error {
 	}
 	for _, t := range r.targets() {
 		if err := t.init(ctx, r.opts); err != nil {
-			return fmt.Errorf("%s at %s: %w", t.info.Name, t.info.Endpoint, err)
+			return err
 		}
 	}
 	return nil
+}
+
+// addGateway adds g to the run's server: as the server itself if it is the
+// first, else as a peer of the first.
+func (r *runner) addGateway(g *target) {
+	if r.server == nil {
+		r.server = g
+		return
+	}
+	r.server.peers = append(r.server.peers, g)
 }
 
 // spawn starts `lethe` with args from the run's executable and returns it as
@@ -166,7 +225,7 @@ func (r *runner) spawn(name string, args []string, dir string) (*target, error) 
 		return nil, err
 	}
 	c.cleanup = cleanup
-	t := r.newTarget(ServerInfo{Name: name, Endpoint: c.URL, PID: c.PID(), Command: "lethe " + strings.Join(args, " ")})
+	t := r.newTarget(ServerInfo{Name: name, Endpoint: c.URL, PID: c.PID(), Command: "lethe " + strings.Join(redactArgs(args), " ")})
 	t.child = c
 	return t, nil
 }
@@ -181,15 +240,17 @@ func (r *runner) targets() []*target {
 	return ts
 }
 
-// close stops the spawned servers.
+// close stops the spawned servers, every gateway of each.
 func (r *runner) close() {
 	for _, t := range r.targets() {
-		// Close the idle connections first: a server's graceful shutdown
-		// would otherwise wait for them.
-		t.tr.CloseIdleConnections()
-		if t.child != nil {
-			if err := t.child.stop(stopTimeout); err != nil {
-				r.problem("stop %s: %v", t.info.Name, err)
+		for _, g := range t.all() {
+			// Close the idle connections first: a server's graceful
+			// shutdown would otherwise wait for them.
+			g.tr.CloseIdleConnections()
+			if g.child != nil {
+				if err := g.child.stop(stopTimeout); err != nil {
+					r.problem("stop %s: %v", g.info.Name, err)
+				}
 			}
 		}
 	}
@@ -210,11 +271,25 @@ func (r *runner) newTarget(info ServerInfo) *target {
 		ExpectContinueTimeout: time.Second,
 		TLSClientConfig:       &tls.Config{InsecureSkipVerify: o.InsecureTLS}, //nolint:gosec // opted in with --insecure-tls
 	}
-	return &target{info: info, tr: tr, ready: map[string]*azcosmos.ContainerClient{}}
+	return &target{info: info, label: info.Name, tr: tr, ready: map[string]*azcosmos.ContainerClient{}}
 }
 
-// init creates the SDK client and the benchmark's database.
+// init creates the SDK client of each of t's gateways, and the benchmark's
+// database through the first; the others must then see it, as gateways over
+// one store do.
 func (t *target) init(ctx context.Context, o Options) error {
+	for i, g := range t.all() {
+		if err := g.connect(ctx, o, i == 0); err != nil {
+			return fmt.Errorf("%s at %s: %w", g.info.Name, g.info.Endpoint, err)
+		}
+	}
+	return nil
+}
+
+// connect creates t's SDK client and its client of the benchmark's
+// database: creating the database if create is set, else checking that it
+// exists.
+func (t *target) connect(ctx context.Context, o Options, create bool) error {
 	key := o.Key
 	if t.canned {
 		key = EmulatorKey // the ceiling checks nothing
@@ -234,11 +309,42 @@ func (t *target) init(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: databaseID}, nil); err != nil && !isStatus(err, http.StatusConflict) {
-		return fmt.Errorf("create database %s: %w", databaseID, err)
+	if create {
+		if _, err := client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: databaseID}, nil); err != nil && !isStatus(err, http.StatusConflict) {
+			return fmt.Errorf("create database %s: %w", databaseID, err)
+		}
 	}
-	t.db, err = client.NewDatabase(databaseID)
-	return err
+	if t.db, err = client.NewDatabase(databaseID); err != nil {
+		return err
+	}
+	if !create {
+		if _, err := t.db.Read(ctx, nil); err != nil {
+			if isStatus(err, http.StatusNotFound) {
+				return fmt.Errorf("database %s, created through the first gateway, is not found here: do the gateways share one store? %w", databaseID, err)
+			}
+			return fmt.Errorf("read database %s: %w", databaseID, err)
+		}
+	}
+	return nil
+}
+
+// containers returns a client of the named container for each of t's
+// gateways, t's first: the container is deleted and recreated through t
+// (see container), the others' clients just address it.
+func (t *target) containers(ctx context.Context, name string, ttl bool) ([]*azcosmos.ContainerClient, error) {
+	cc, err := t.container(ctx, name, ttl)
+	if err != nil {
+		return nil, err
+	}
+	ccs := []*azcosmos.ContainerClient{cc}
+	for _, p := range t.peers {
+		pc, err := p.db.NewContainer(name)
+		if err != nil {
+			return nil, err
+		}
+		ccs = append(ccs, pc)
+	}
+	return ccs, nil
 }
 
 // container returns the named container, deleting and recreating it the
@@ -267,8 +373,9 @@ func (t *target) container(ctx context.Context, name string, ttl bool) (*azcosmo
 }
 
 // Quiescing: before each workload, wait (up to quiesceMax) until the local
-// servers (the run's, and the one about to be measured if it is an extra one)
-// are idle, each using less than quiesceCPU of a core over
+// servers (the run's, every gateway of each, and the one about to be
+// measured if it is an extra one) are idle, each process using less than
+// quiesceCPU of a core over
 // quiesceWindow, so that background work left over from an earlier workload
 // (compactions, the purge, garbage collection) does not compete for the
 // cores with the next measurement.
@@ -284,9 +391,13 @@ func (r *runner) quiesce(ctx context.Context, extra *target) {
 	if extra != nil && !slices.Contains(ts, extra) {
 		ts = append(ts, extra)
 	}
+	var procs []*target
 	for _, t := range ts {
+		procs = append(procs, t.all()...)
+	}
+	for _, p := range procs {
 		for ctx.Err() == nil && time.Since(start) < quiesceMax {
-			s0, ok := t.sample()
+			s0, ok := p.procSample()
 			if !ok {
 				break
 			}
@@ -294,7 +405,7 @@ func (r *runner) quiesce(ctx context.Context, extra *target) {
 			case <-ctx.Done():
 			case <-time.After(quiesceWindow):
 			}
-			s1, ok := t.sample()
+			s1, ok := p.procSample()
 			if !ok || (s1.CPU-s0.CPU).Seconds() < quiesceCPU*quiesceWindow.Seconds() {
 				break
 			}
@@ -313,13 +424,48 @@ func (r *runner) other(t *target) *target {
 	return r.server
 }
 
-// sample reads the target's process, if it is known (t may be nil).
-func (t *target) sample() (ProcSample, bool) {
-	if t == nil || t.info.PID <= 0 {
+// procSample reads the target's own process (not its peers'), if it is
+// known.
+func (t *target) procSample() (ProcSample, bool) {
+	if t.info.PID <= 0 {
 		return ProcSample{}, false
 	}
 	s, err := ReadProc(t.info.PID)
 	return s, err == nil
+}
+
+// samples reads the process of each of t's gateways, t's first; it reports
+// false unless every one could be read (t may be nil).
+func (t *target) samples() ([]ProcSample, bool) {
+	if t == nil {
+		return nil, false
+	}
+	var ss []ProcSample
+	for _, g := range t.all() {
+		s, ok := g.procSample()
+		if !ok {
+			return nil, false
+		}
+		ss = append(ss, s)
+	}
+	return ss, true
+}
+
+// sample reads t's processes, if they are known (t may be nil): with several
+// gateways, the sum of their RSS, of their peak RSS and of their CPU time.
+func (t *target) sample() (ProcSample, bool) {
+	ss, ok := t.samples()
+	return sumSamples(ss), ok
+}
+
+func sumSamples(ss []ProcSample) ProcSample {
+	var sum ProcSample
+	for _, s := range ss {
+		sum.RSS += s.RSS
+		sum.HWM += s.HWM
+		sum.CPU += s.CPU
+	}
+	return sum
 }
 
 // runWorkload runs wl against the server and then the ceiling.
@@ -352,17 +498,28 @@ func (r *runner) runWorkload(ctx context.Context, wl workload) *Result {
 	return res
 }
 
-// measure prepares wl's container on t (populating it if needed), warms up,
-// and measures. watch, if not nil, watches the measured phase (phase.watch).
+// measure prepares wl's container on t (populating it if needed, through
+// t's first gateway), warms up, and measures, with the workers spread over
+// t's gateways. watch, if not nil, watches the measured phase
+// (phase.watch).
 func (r *runner) measure(ctx context.Context, t *target, wl workload, watch func(ops func() int64, done <-chan struct{})) (*Measurement, error) {
-	cc, err := t.container(ctx, wl.container, wl.ttl)
+	ccs, err := t.containers(ctx, wl.container, wl.ttl)
 	if err != nil {
 		return nil, err
 	}
-	e := &env{cc: cc, opts: &r.opts, keys: r.keys, seq: &t.seq}
+	ops := make([]opFunc, len(ccs))
+	var first *env
+	for i, cc := range ccs {
+		// One numbering of created documents across the gateways.
+		e := &env{cc: cc, opts: &r.opts, keys: r.keys, seq: &t.seq}
+		if i == 0 {
+			first = e
+		}
+		ops[i] = wl.newOp(e)
+	}
 	if wl.populated && !t.populated && !t.canned {
 		t.populated = true
-		pr := r.runPhase(ctx, populateOp(e), r.phase("populate "+strconv.Itoa(r.opts.Docs)+" documents on "+t.info.Name, t, 0, int64(r.opts.Docs)))
+		pr := r.runPhase(ctx, []opFunc{populateOp(first)}, r.phase("populate "+strconv.Itoa(r.opts.Docs)+" documents on "+t.info.Name, t, 0, int64(r.opts.Docs)))
 		r.rep.Populate = &Populate{
 			Docs: pr.ops, Seconds: pr.elapsed.Seconds(), DocsPerSec: float64(pr.ops) / pr.elapsed.Seconds(),
 			Errors: pr.errCount, ByStatus: pr.errs,
@@ -371,29 +528,29 @@ func (r *runner) measure(ctx context.Context, t *target, wl workload, watch func
 			r.problem("populate: %d of %d documents failed, e.g. %s", pr.errCount, r.opts.Docs, firstValue(pr.errText))
 		}
 	}
-	op := wl.newOp(e)
 	r.quiesce(ctx, t)
 	if r.opts.Warmup > 0 && ctx.Err() == nil {
-		r.runPhase(ctx, op, r.phase(wl.name+" warmup on "+t.info.Name, t, r.opts.Warmup, 0))
+		r.runPhase(ctx, ops, r.phase(wl.name+" warmup on "+t.label, t, r.opts.Warmup, 0))
 	}
 	if ctx.Err() != nil {
 		return nil, errors.New("interrupted before it was measured")
 	}
 	other := r.other(t)
 	otherBefore, okOther := other.sample()
-	before, okBefore := t.sample()
+	befores, okBefore := t.samples()
 	busy0, okBusy := machineBusy()
 	cpu0 := selfCPU()
-	ph := r.phase(wl.name+" on "+t.info.Name, t, r.opts.Duration, r.opts.Ops)
+	ph := r.phase(wl.name+" on "+t.label, t, r.opts.Duration, r.opts.Ops)
 	ph.watch = watch
-	pr := r.runPhase(ctx, op, ph)
+	pr := r.runPhase(ctx, ops, ph)
 	cpu1 := selfCPU()
 	busy1, okBusy1 := machineBusy()
-	after, okAfter := t.sample()
+	afters, okAfter := t.samples()
 	otherAfter, okOtherAfter := other.sample()
+	before, after := sumSamples(befores), sumSamples(afters)
 
 	m := &Measurement{
-		Target: t.info.Name, Started: pr.started, Finished: pr.started.Add(pr.elapsed), Seconds: pr.elapsed.Seconds(),
+		Target: t.label, Started: pr.started, Finished: pr.started.Add(pr.elapsed), Seconds: pr.elapsed.Seconds(),
 		Ops: pr.ops, RU: pr.ru, Errors: pr.errCount, Interrupted: pr.interrupted,
 		Latency: Latency{
 			P50: micros(pr.hist.Percentile(0.50)), P99: micros(pr.hist.Percentile(0.99)), P999: micros(pr.hist.Percentile(0.999)),
@@ -433,17 +590,50 @@ func (r *runner) measure(ctx context.Context, t *target, wl workload, watch func
 			m.Server.CPUPerOp = micros(cpu) / float64(pr.ops)
 		}
 	}
+	if len(t.peers) > 0 {
+		m.Gateways = gatewayStats(t, pr, befores, afters)
+		if m.Server != nil {
+			for _, g := range t.all() {
+				m.Server.PIDs = append(m.Server.PIDs, g.info.PID)
+			}
+		}
+	}
 	return m, nil
+}
+
+// gatewayStats returns each of t's gateways' share of a phase, with its
+// process's figures when both samples have them.
+func gatewayStats(t *target, pr *phaseResult, befores, afters []ProcSample) []GatewayStats {
+	var gs []GatewayStats
+	for i, g := range t.all() {
+		s := GatewayStats{Name: g.info.Name, Endpoint: g.info.Endpoint, PID: g.info.PID}
+		if i < len(pr.byOp) {
+			by := pr.byOp[i]
+			s.Workers, s.Ops, s.Errors = by.workers, by.ops, by.errs
+			if secs := pr.elapsed.Seconds(); secs > 0 {
+				s.OpsPerSec = float64(by.ops) / secs
+			}
+		}
+		if i < len(befores) && i < len(afters) {
+			cpu := afters[i].CPU - befores[i].CPU
+			s.RSSBytes, s.CPUSeconds = afters[i].RSS, cpu.Seconds()
+			if s.Ops > 0 {
+				s.CPUPerOp = micros(cpu) / float64(s.Ops)
+			}
+		}
+		gs = append(gs, s)
+	}
+	return gs
 }
 
 func (r *runner) phase(label string, t *target, d time.Duration, ops int64) phase {
 	r.seed++
-	return phase{label: label, duration: d, ops: ops, pid: t.info.PID, seed: r.seed}
+	return phase{label: label, duration: d, ops: ops, server: t, seed: r.seed}
 }
 
 func paramsOf(o *Options) Params {
 	p := Params{
-		Endpoint: o.Endpoint, Spawn: o.Spawn, ServeArgs: o.ServeArgs, Workloads: o.Workloads, Docs: o.Docs, DocSize: o.DocSize,
+		Endpoint: o.Endpoint, Spawn: o.Spawn, Gateways: o.gatewayCount(), ServeArgs: redactArgs(o.ServeArgs), Workloads: o.Workloads, Docs: o.Docs, DocSize: o.DocSize,
 		Concurrency: o.Concurrency, Ops: o.Ops, Keys: o.Keys, Partitions: o.Partitions, WarmupSec: o.Warmup.Seconds(),
 		TTLSec: o.TTL.Seconds(), Retries: o.Retries, Ceiling: o.Ceiling, FsyncProbeDir: o.FsyncProbe,
 		TimelineIntervalSec: o.TimelineInterval.Seconds(), DataDirSize: o.DataDirSize,
@@ -467,4 +657,35 @@ func firstValue(m map[string]string) string {
 		return v
 	}
 	return ""
+}
+
+// redactArgs returns args with the password of any URL in them (a --store
+// postgres://user:password@host/db) replaced, for the report.
+func redactArgs(args []string) []string {
+	if args == nil {
+		return nil
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = redactArg(a)
+	}
+	return out
+}
+
+func redactArg(a string) string {
+	prefix, rest := "", a
+	if name, val, ok := flagOf(a); name != "" && ok {
+		prefix, rest = a[:len(a)-len(val)], val
+	}
+	if !strings.Contains(rest, "://") {
+		return a
+	}
+	u, err := url.Parse(rest)
+	if err != nil || u.User == nil {
+		return a
+	}
+	if _, ok := u.User.Password(); !ok {
+		return a
+	}
+	return prefix + u.Redacted()
 }

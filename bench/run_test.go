@@ -114,3 +114,82 @@ func TestOptionsValidate(t *testing.T) {
 		t.Errorf("the defaults do not validate: %v", err)
 	}
 }
+
+// TestRunSpreadsOverEndpoints runs against two in-process ceilings standing
+// for two gateways over one store: the set-up (database, containers,
+// populating) goes to the first only, the workers are spread round-robin
+// (with three, two on the first and one on the second), and the report
+// names both gateways and each one's share.
+func TestRunSpreadsOverEndpoints(t *testing.T) {
+	type counts struct{ setup, populate, reads, creates atomic.Int64 }
+	var seen [2]counts
+	var urls []string
+	for i := range seen {
+		ceiling := NewCeiling(nil)
+		c := &seen[i]
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			path := strings.Trim(r.URL.Path, "/")
+			n := strings.Count(path, "/") + 1
+			switch {
+			case r.Method == http.MethodDelete || (r.Method == http.MethodPost && (n == 1 || n == 3)):
+				c.setup.Add(1) // database create, container delete and create
+			case r.Method == http.MethodPost && n == 5 && strings.Contains(path, "/colls/data/"):
+				c.populate.Add(1)
+			case r.Method == http.MethodPost && n == 5:
+				c.creates.Add(1)
+			case r.Method == http.MethodGet && n == 6:
+				c.reads.Add(1)
+			}
+			ceiling.ServeHTTP(w, r)
+		}))
+		defer srv.Close()
+		urls = append(urls, srv.URL+"/")
+	}
+	rep, err := Run(context.Background(), &Options{
+		Endpoint: strings.Join(urls, ","), Workloads: []string{"create", "read"}, Docs: 30, Ops: 60, Concurrency: 3, Warmup: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Interrupted || len(rep.Problems) > 0 || len(rep.Workloads) != 2 {
+		t.Fatalf("interrupted %v, problems %q, %d workloads", rep.Interrupted, rep.Problems, len(rep.Workloads))
+	}
+	if rep.Params.Gateways != 2 || len(rep.Gateways) != 2 || rep.Gateways[0].Endpoint != urls[0] || rep.Gateways[1].Endpoint != urls[1] || rep.Server != rep.Gateways[0] {
+		t.Errorf("params %+v, server %+v, gateways %+v", rep.Params, rep.Server, rep.Gateways)
+	}
+	if seen[0].setup.Load() == 0 || seen[1].setup.Load() != 0 {
+		t.Errorf("set-up requests: %d and %d, want them all on the first", seen[0].setup.Load(), seen[1].setup.Load())
+	}
+	if seen[0].populate.Load() != 30 || seen[1].populate.Load() != 0 {
+		t.Errorf("populating creates: %d and %d, want 30 on the first", seen[0].populate.Load(), seen[1].populate.Load())
+	}
+	for i := range seen {
+		if seen[i].reads.Load() == 0 || seen[i].creates.Load() == 0 {
+			t.Errorf("gateway %d served %d reads, %d creates: want some of each", i+1, seen[i].reads.Load(), seen[i].creates.Load())
+		}
+	}
+	for _, w := range rep.Workloads {
+		if w.Error != "" || w.Ops != 60 || w.Errors != 0 || w.Target != "server x2" || len(w.Gateways) != 2 {
+			t.Fatalf("%s: error %q, %d ops, %d errors, target %q, gateways %+v", w.Workload, w.Error, w.Ops, w.Errors, w.Target, w.Gateways)
+		}
+		g1, g2 := w.Gateways[0], w.Gateways[1]
+		if g1.Workers != 2 || g2.Workers != 1 || g1.Ops+g2.Ops != w.Ops || g1.Ops == 0 || g2.Ops == 0 || g1.Name != "server 1" || g2.Endpoint != urls[1] {
+			t.Errorf("%s: gateways %+v and %+v", w.Workload, g1, g2)
+		}
+	}
+	var text strings.Builder
+	rep.WriteText(&text)
+	for _, want := range []string{"gateways: 2 over one store", "server 1 at " + urls[0], "server 2 at " + urls[1], "3 clients over 2 gateways", "read on server x2: server 1 2 workers"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("no %q in the report:\n%s", want, text.String())
+		}
+	}
+}
+
+func TestRedactArgs(t *testing.T) {
+	got := redactArgs([]string{"--store=postgres://u:secret@h/db", "--store", "postgres://u:secret@h/db", "postgres://u@h/db", "--in-memory"})
+	want := []string{"--store=postgres://u:xxxxx@h/db", "--store", "postgres://u:xxxxx@h/db", "postgres://u@h/db", "--in-memory"}
+	if !slices.Equal(got, want) {
+		t.Errorf("redactArgs: %q, want %q", got, want)
+	}
+}

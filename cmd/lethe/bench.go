@@ -56,6 +56,8 @@ Examples:
   lethe bench --spawn --serve-args=--in-memory --workload create,read,query-pk --ceiling
   lethe bench --endpoint https://localhost:8081/ --insecure-tls --workload mixed --keys zipf
   lethe bench --spawn --workload ttl-sustained --ttl 10s --concurrency 16 --duration 60s
+  lethe bench --spawn --gateways 2 --serve-args="--store postgres://localhost/lethe" --workload create,read
+  lethe bench --endpoint http://127.0.0.1:8081/,http://127.0.0.1:8082/ --workload read
 
 ttl-sustained writes documents with a short --ttl as fast as it can and
 samples the purge's backlog, the data directory and the server's CPU once a
@@ -68,10 +70,11 @@ Flags:
 	}
 	var workloads, serveArgs string
 	var warmup time.Duration
-	fs.StringVar(&o.Endpoint, "endpoint", bench.DefaultEndpoint, "Cosmos DB endpoint to drive (unless --spawn)")
+	fs.StringVar(&o.Endpoint, "endpoint", bench.DefaultEndpoint, "Cosmos DB endpoint to drive (unless --spawn); several comma-separated endpoints, gateways over one store, spread the workers over them round-robin")
 	fs.StringVar(&o.Key, "key", bench.EmulatorKey, "the endpoint's base64 master key; the default is the emulator's")
 	fs.BoolVar(&o.InsecureTLS, "insecure-tls", false, "accept any TLS certificate from the endpoint (self-signed)")
 	fs.BoolVar(&o.Spawn, "spawn", false, "start a local lethe serve from this binary on a free loopback port for the run, and stop it afterwards")
+	fs.IntVar(&o.Gateways, "gateways", 1, "with --spawn, how many lethe serve processes to start, each with the --serve-args, its own temporary data dir and port; the workers are spread over them round-robin, the set-up goes through the first; more than one needs a shared --store in --serve-args")
 	fs.StringVar(&serveArgs, "serve-args", "", `extra arguments for the spawned server, split on spaces, e.g. "--in-memory" or "--data-dir DIR" (default: a temporary data dir)`)
 	fs.IntVar(&o.ServerPID, "server-pid", 0, "process id of the local server at --endpoint, to sample its memory and CPU from /proc")
 	fs.StringVar(&workloads, "workload", "create,read", "comma-separated workloads, run one after the other: "+strings.Join(bench.Workloads, ", "))
@@ -124,6 +127,9 @@ Flags:
 	}
 	if set["endpoint"] && o.Spawn {
 		return nil, errors.New("--endpoint and --spawn do not go together")
+	}
+	if set["gateways"] && !o.Spawn {
+		return nil, errors.New("--gateways needs --spawn; to drive gateways started by hand, list their endpoints: --endpoint URL1,URL2")
 	}
 	if c.serveCeiling {
 		return c, nil

@@ -11,6 +11,7 @@ import (
 )
 
 func TestParseBenchFlags(t *testing.T) {
+	t.Setenv("LETHE_STORE", "") // a shared store for several gateways comes from --serve-args here
 	c, err := parseBenchFlags([]string{"--spawn", "--serve-args", "--data-dir /tmp/x", "--workload", "create, read,query-pk", "--warmup", "0", "--ceiling", "--json", "out.json"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +50,17 @@ func TestParseBenchFlags(t *testing.T) {
 		{[]string{"--timeline-interval", "1500ms"}, "timeline interval"},
 		{[]string{"--spawn", "--data-dir-size", "/tmp/x"}, "data-dir-size"},
 		{[]string{"--rounds", "-1"}, "rounds must be positive"},
+		{[]string{"--gateways", "2"}, "--gateways needs --spawn"},
+		{[]string{"--gateways", "1"}, "--gateways needs --spawn"},
+		{[]string{"--spawn", "--gateways", "2"}, "need a shared store"},
+		{[]string{"--spawn", "--gateways", "2", "--serve-args", "--in-memory"}, "need a shared store"},
+		{[]string{"--spawn", "--gateways", "2", "--serve-args", "--store="}, "need a shared store"},
+		{[]string{"--spawn", "--gateways", "2", "--serve-args", "--store postgres://h/db --data-dir /tmp/x"}, "--data-dir"},
+		{[]string{"--spawn", "--gateways", "3", "--serve-args", "--store postgres://h/db", "--concurrency", "2"}, "concurrency 2 is less than the 3 gateways"},
+		{[]string{"--spawn", "--gateways", "2", "--serve-args", "--store postgres://h/db", "--workload", "ttl-sustained"}, "ttl-sustained runs on one gateway"},
+		{[]string{"--spawn", "--gateways", "-1"}, "gateways must be positive"},
+		{[]string{"--endpoint", "http://a/,,http://b/"}, "empty endpoint"},
+		{[]string{"--endpoint", "http://a/,http://b/", "--server-pid", "12"}, "server-pid names one process"},
 	} {
 		if _, err := parseBenchFlags(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want one mentioning %s", tc.args, err, tc.want)
@@ -57,6 +69,33 @@ func TestParseBenchFlags(t *testing.T) {
 	c, err = parseBenchFlags([]string{"--workload", "ttl-sustained", "--ttl", "10s", "--timeline-interval", "10s", "--data-dir-size", "/var/lib/lethe"}, io.Discard)
 	if err != nil || c.opts.TimelineInterval != 10*time.Second || c.opts.DataDirSize != "/var/lib/lethe" || c.opts.TTL != 10*time.Second {
 		t.Errorf("ttl-sustained flags: %+v, %v", c, err)
+	}
+	// Several gateways: spawned over a shared store, or endpoints listed.
+	for _, args := range [][]string{
+		{"--spawn", "--gateways", "3", "--serve-args", "--in-memory=false --store postgres://u@127.0.0.1:5432/db"},
+		{"--spawn", "--gateways", "2", "--serve-args", "--store=postgres://u@127.0.0.1:5432/db"},
+	} {
+		c, err := parseBenchFlags(args, io.Discard)
+		if err != nil {
+			t.Errorf("%q: %v", args, err)
+			continue
+		}
+		if want := map[string]int{"3": 3, "2": 2}[args[2]]; c.opts.Gateways != want {
+			t.Errorf("%q: %d gateways, want %d", args, c.opts.Gateways, want)
+		}
+	}
+	if c, err := parseBenchFlags([]string{"--spawn"}, io.Discard); err != nil || c.opts.Gateways != 1 {
+		t.Errorf("--spawn: %+v, %v: want one gateway by default", c, err)
+	}
+	c, err = parseBenchFlags([]string{"--endpoint", "http://127.0.0.1:8081/, http://127.0.0.1:8082/,http://127.0.0.1:8083/", "--concurrency", "6"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"http://127.0.0.1:8081/", "http://127.0.0.1:8082/", "http://127.0.0.1:8083/"}; !slices.Equal(c.opts.Endpoints(), want) {
+		t.Errorf("endpoints %q, want %q", c.opts.Endpoints(), want)
+	}
+	if c, err := parseBenchFlags(nil, io.Discard); err != nil || !slices.Equal(c.opts.Endpoints(), []string{bench.DefaultEndpoint}) {
+		t.Errorf("default endpoints: %+v, %v", c, err)
 	}
 	if c, err := parseBenchFlags([]string{"--serve-ceiling", "--addr", "127.0.0.1:0", "--doc-size", "512"}, io.Discard); err != nil || !c.serveCeiling || c.opts.DocSize != 512 {
 		t.Errorf("--serve-ceiling: %+v, %v", c, err)
