@@ -64,6 +64,9 @@ type lease struct {
 	e      *Engine
 	holder string
 	slot   uint16
+	// stripe is the suffix of its stripes of the usage tallies (usage.go):
+	// slot + 1, shared read-only by every transaction.
+	stripe []byte
 	// others counts the other gateways whose leases were live at the last
 	// renewal.
 	others atomic.Int32
@@ -138,6 +141,7 @@ func (e *Engine) takeLease(ctx context.Context) (*lease, error) {
 			free = next
 		}
 		l.slot = uint16(free)
+		l.stripe = binary.BigEndian.AppendUint32(nil, uint32(l.slot)+1)
 		l.others.Store(others)
 		b, _ := json.Marshal(gatewayLease{Holder: l.holder, Expires: now + leaseTerm.Milliseconds()})
 		return tx.Put(slotKey(l.slot), b)
@@ -158,9 +162,6 @@ func (e *Engine) takeLease(ctx context.Context) (*lease, error) {
 	go l.run()
 	return l, nil
 }
-
-// writer names the gateway's stripe of the usage tallies: slot + 1.
-func (l *lease) writer() uint32 { return uint32(l.slot) + 1 }
 
 // renew extends the lease, or marks it lost when another gateway holds the
 // slot; then counts the other live gateways.

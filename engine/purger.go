@@ -79,9 +79,7 @@ func (p *purger) count(rid [8]byte, purged, deferred int64) {
 
 // countDeferred counts a purge batch of t put off for lack of spare capacity.
 func (p *purger) countDeferred(t *purgeTarget) {
-	if rid, ok := decodeRID(t.rid); ok && len(rid) == 8 {
-		p.count([8]byte(rid), 0, 1)
-	}
+	p.count(t.key, 0, 1)
 }
 
 // countsOf returns a container's counters.
@@ -238,6 +236,7 @@ func (e *Engine) Purge(ctx context.Context) (int, error) {
 type purgeTarget struct {
 	db, coll string
 	rid      string          // the container's _rid
+	key      [8]byte         // the same, as in keys
 	cursor   map[byte][]byte // index prefix -> first key not yet scanned
 	// budget is the container's provisioned throughput, nil when it has none
 	// (or the purge is not a background one); the purge then spends only its
@@ -271,6 +270,9 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 		// A container with TTL off and no watermark can hold no expired document.
 		if c.TTLOn || c.Watermarks != ttl.Initial {
 			t := &purgeTarget{db: c.DB, coll: c.ID, rid: c.RID, cursor: map[byte][]byte{}}
+			if b, ok := decodeRID(c.RID); ok && len(b) == 8 {
+				t.key = [8]byte(b)
+			}
 			if yield {
 				if t.budget, err = e.BudgetFor(ctx, c.DB, c.ID); err != nil {
 					return 0, fmt.Errorf("budget of %s/%s: %w", c.DB, c.ID, err)
@@ -312,10 +314,7 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 			if yield {
 				// On a shared store, the container is this gateway's to
 				// purge only while it holds the container's purge lease.
-				var rid [8]byte
-				b, _ := decodeRID(t.rid)
-				copy(rid[:], b)
-				held, err := e.holdPurgeLease(ctx, rid)
+				held, err := e.holdPurgeLease(ctx, t.key)
 				if err != nil {
 					e.log.Warn("purge lease", "database", t.db, "container", t.coll, "err", err)
 				}

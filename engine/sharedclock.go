@@ -29,7 +29,6 @@ const sharedClockTimeout = 5 * time.Second
 // NewSharedManualClock returns the manual clock kept in store, starting it
 // at start when no gateway has yet.
 func NewSharedManualClock(ctx context.Context, store kv.Store, start time.Time) (*SharedManualClock, error) {
-	c := &SharedManualClock{store: store, local: clock.NewManual(start)}
 	var now time.Time
 	err := store.Update(ctx, func(tx kv.Tx) error {
 		cur, ok, err := readManualClock(tx)
@@ -43,8 +42,7 @@ func NewSharedManualClock(ctx context.Context, store kv.Store, start time.Time) 
 	if err != nil {
 		return nil, fmt.Errorf("start the shared manual clock: %w", err)
 	}
-	c.local = clock.NewManual(now)
-	return c, nil
+	return &SharedManualClock{store: store, local: clock.NewManual(now)}, nil
 }
 
 func readManualClock(r kv.Reader) (time.Time, bool, error) {

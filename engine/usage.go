@@ -179,7 +179,7 @@ func (e *Engine) stripe() []byte {
 	if e.lease == nil {
 		return nil
 	}
-	return binary.BigEndian.AppendUint32(nil, e.lease.writer())
+	return e.lease.stripe
 }
 
 // cutoff returns the highest instant of expiry index kind (T or X) whose
