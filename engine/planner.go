@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -176,12 +177,30 @@ func appendStringOpen(b []byte, s string) []byte {
 
 // indexSource yields the live documents an index plan selects, in sequence
 // order (the order the executor expects), implementing query.Source.
+//
+// An equality or IN plan streams: each of its key ranges holds one indexed
+// value, whose entries are stored in sequence order, so a merge of the
+// ranges' iterators yields candidates in order, and a page reads about a
+// page of entries and documents. Other plans (prefixes, comparisons, defined)
+// hold entries in value order: their candidates are gathered and sorted
+// before the first one is returned.
 type indexSource struct {
-	s        *scope
-	r        kv.Reader
+	s      *scope
+	r      kv.Reader
+	ranges []keyRange
+	filter *docFilter
+	stream bool
+
+	// gathered plans
 	cands    []candidate
+	gathered bool
 	i        int
-	filter   *docFilter
+
+	// streamed plans: one cursor per range, opened from seq at first use
+	cursors []*rangeCursor
+	from    uint64
+	opened  bool
+
 	examined int
 	scanned  int
 	loaded   int // bytes of the documents examined
@@ -194,53 +213,142 @@ type candidate struct {
 	suffix []byte
 }
 
+// rangeCursor is a streamed range's iterator and its next in-scope entry.
+type rangeCursor struct {
+	it   kv.Iterator
+	head candidate
+	ok   bool
+}
+
 func (s *scope) indexSource(r kv.Reader, plan *indexPlan, filter *docFilter) (*indexSource, error) {
-	src := &indexSource{s: s, r: r, filter: filter}
-	for _, kr := range plan.ranges {
-		it := r.Scan(kr.start, kr.end, false)
+	stream := plan.spec.kind == filterEq || plan.spec.kind == filterIn
+	return &indexSource{s: s, r: r, ranges: plan.ranges, filter: filter, stream: stream}, nil
+}
+
+// gather reads every candidate of a non-streamed plan, sorted by sequence
+// number without duplicates.
+func (x *indexSource) gather() error {
+	x.gathered = true
+	for _, kr := range x.ranges {
+		it := x.r.Scan(kr.start, kr.end, false)
 		for it.Next() {
-			src.scanned++
+			x.scanned++
 			k := it.Key()
-			if !filter.match(it.Value()) {
+			if !x.filter.match(it.Value()) {
 				continue
 			}
-			src.cands = append(src.cands, candidate{binary.BigEndian.Uint64(k[len(k)-8:]), append([]byte(nil), it.Value()...)})
+			x.cands = append(x.cands, candidate{binary.BigEndian.Uint64(k[len(k)-8:]), append([]byte(nil), it.Value()...)})
 		}
 		if err := it.Close(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	slices.SortFunc(src.cands, func(a, b candidate) int {
-		switch {
-		case a.seq < b.seq:
-			return -1
-		case a.seq > b.seq:
-			return 1
-		}
-		return 0
-	})
-	src.cands = slices.CompactFunc(src.cands, func(a, b candidate) bool { return a.seq == b.seq })
-	return src, nil
+	slices.SortFunc(x.cands, func(a, b candidate) int { return cmp.Compare(a.seq, b.seq) })
+	x.cands = slices.CompactFunc(x.cands, func(a, b candidate) bool { return a.seq == b.seq })
+	return nil
 }
 
 // seek restarts at the first candidate with sequence number >= seq.
 func (x *indexSource) seek(seq uint64) {
-	x.i, _ = slices.BinarySearchFunc(x.cands, seq, func(c candidate, t uint64) int {
-		switch {
-		case c.seq < t:
-			return -1
-		case c.seq > t:
-			return 1
+	if x.stream {
+		x.close()
+		x.from, x.opened = seq, false
+		return
+	}
+	if !x.gathered {
+		if err := x.gather(); err != nil {
+			x.err = err
+			return
 		}
-		return 0
-	})
+	}
+	x.i, _ = slices.BinarySearchFunc(x.cands, seq, func(c candidate, t uint64) int { return cmp.Compare(c.seq, t) })
+}
+
+// open starts every range's iterator at sequence number x.from.
+func (x *indexSource) open() error {
+	x.opened = true
+	x.cursors = x.cursors[:0]
+	for _, kr := range x.ranges {
+		start := binary.BigEndian.AppendUint64(slices.Clip(kr.start), x.from)
+		c := &rangeCursor{it: x.r.Scan(start, kr.end, false)}
+		x.cursors = append(x.cursors, c)
+		if err := x.advance(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// advance moves c to its range's next entry in scope.
+func (x *indexSource) advance(c *rangeCursor) error {
+	for c.it.Next() {
+		x.scanned++
+		if !x.filter.match(c.it.Value()) {
+			continue
+		}
+		k := c.it.Key()
+		c.head = candidate{binary.BigEndian.Uint64(k[len(k)-8:]), c.it.Value()}
+		c.ok = true
+		return nil
+	}
+	c.ok = false
+	return c.it.Close()
+}
+
+// next returns the next candidate in sequence order, false at the end.
+func (x *indexSource) next() (candidate, bool, error) {
+	if !x.stream {
+		if !x.gathered {
+			if err := x.gather(); err != nil {
+				return candidate{}, false, err
+			}
+		}
+		if x.i >= len(x.cands) {
+			return candidate{}, false, nil
+		}
+		x.i++
+		return x.cands[x.i-1], true, nil
+	}
+	if !x.opened {
+		if err := x.open(); err != nil {
+			return candidate{}, false, err
+		}
+	}
+	var low *rangeCursor
+	for _, c := range x.cursors {
+		if c.ok && (low == nil || c.head.seq < low.head.seq) {
+			low = c
+		}
+	}
+	if low == nil {
+		return candidate{}, false, nil
+	}
+	// The suffix is copied: the iterator's value is valid until it moves.
+	out := candidate{low.head.seq, append([]byte(nil), low.head.suffix...)}
+	for _, c := range x.cursors { // a document with the value twice (arrays): once
+		for c.ok && c.head.seq == out.seq {
+			if err := x.advance(c); err != nil {
+				return candidate{}, false, err
+			}
+		}
+	}
+	return out, true, nil
 }
 
 // Next implements query.Source.
 func (x *indexSource) Next() (*jsonv.Object, uint64, bool, error) {
-	for x.i < len(x.cands) {
-		c := x.cands[x.i]
-		x.i++
+	if x.err != nil {
+		return nil, 0, false, x.err
+	}
+	for {
+		c, ok, err := x.next()
+		if err != nil {
+			x.err = err
+			return nil, 0, false, err
+		}
+		if !ok {
+			return nil, 0, false, nil
+		}
 		rec, err := lookup(x.r, x.s.rid, c.suffix)
 		if err != nil {
 			x.err = err
@@ -259,7 +367,6 @@ func (x *indexSource) Next() (*jsonv.Object, uint64, bool, error) {
 		x.raw = rec.json
 		return o, c.seq, true, nil
 	}
-	return nil, 0, false, nil
 }
 
 // Raw returns the stored JSON of the document Next returned last.
@@ -322,7 +429,14 @@ type querySource interface {
 	work() (ru.Query, error)
 }
 
-func (x *indexSource) close() {}
+func (x *indexSource) close() {
+	for _, c := range x.cursors {
+		if c.ok {
+			_ = c.it.Close() // read errors were returned by Next
+			c.ok = false
+		}
+	}
+}
 func (x *indexSource) work() (ru.Query, error) {
 	return ru.Query{IndexEntries: x.scanned, Documents: x.examined, BytesLoaded: x.loaded}, x.err
 }

@@ -85,3 +85,37 @@ func BenchmarkQuery(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkQueryFirstPage is the first page of 10 of queries that match many
+// more documents: the cost should follow the page, not the matches (issue
+// 21). Each partition holds 100 documents; every document has tags "a", "b".
+//
+//	go test ./engine -run '^$' -bench QueryFirstPage -benchmem
+func BenchmarkQueryFirstPage(b *testing.B) {
+	e, closeAll := queryBenchEngine(b)
+	defer closeAll()
+	queries := []struct {
+		name, text string
+		pk         lethe.PartitionKey
+	}{
+		{"pk-100matches", "SELECT * FROM c WHERE c.pk = 'p42'", lethe.PartitionKey{"p42"}},
+		{"scan-reference", "SELECT * FROM c", nil},
+		{"in-2x100matches", "SELECT * FROM c WHERE c.pk IN ('p42', 'p7')", nil},
+	}
+	for _, q := range queries {
+		b.Run(q.name, func(b *testing.B) {
+			b.ReportAllocs()
+			rows := 0
+			for range b.N {
+				page, err := e.QueryDocuments(ctx, "db", "idx", QueryOptions{Text: q.text, PK: q.pk, MaxItems: 10})
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows = len(page.Rows)
+			}
+			if rows != 10 {
+				b.Fatalf("%d rows, want a page of 10", rows)
+			}
+		})
+	}
+}
