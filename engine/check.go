@@ -142,7 +142,7 @@ func checkTallies(r kv.Reader, coll [8]byte, want usageDelta) []error {
 	if got != want.total {
 		errs = append(errs, fmt.Errorf("usage tally is %+v, the documents make %+v", got, want.total))
 	}
-	// Expiry tallies, summed over their stripes (usage.go).
+	// Expiry tallies, summed over their rows (usage.go).
 	p := collKey(pfxExpiryBucket, coll)
 	bucketLen := len(p) + 1 + 8
 	sums := map[string]tally{}
@@ -151,7 +151,7 @@ func checkTallies(r kv.Reader, coll [8]byte, want usageDelta) []error {
 	defer it.Close()
 	for it.Next() {
 		k := it.Key()
-		if len(k) != bucketLen && len(k) != bucketLen+stripeLen {
+		if len(k) < bucketLen || !tallySuffix(len(k)-bucketLen) {
 			errs = append(errs, fmt.Errorf("expiry tally key %x has a length of %d", k, len(k)))
 			continue
 		}

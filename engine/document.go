@@ -55,9 +55,6 @@ type scope struct {
 	// seqClaim is the block of sequence numbers the transaction claimed,
 	// on a shared store (nextSeq).
 	seqClaim *seqBlock
-	// stripe is this gateway's stripe of the usage tallies on a shared
-	// store (usage.go); nil on an exclusive one.
-	stripe []byte
 	// The first second of the container's all-versions log, once read.
 	logFrom    int64
 	logFromSet bool
@@ -89,7 +86,7 @@ func (e *Engine) scope(r kv.Reader, dbID, collID string, now int64) (*scope, err
 	if err != nil {
 		return nil, err
 	}
-	return &scope{db: db, c: c, l: l, rid: l.rid, pol: c.policy(), now: now, stripe: e.stripe()}, nil
+	return &scope{db: db, c: c, l: l, rid: l.rid, pol: c.policy(), now: now}, nil
 }
 
 // live reports whether a stored document is visible at the scope's instant.
@@ -448,6 +445,13 @@ func (s *scope) createTx(e *Engine, tx kv.Tx, o *jsonv.Object, pk lethe.Partitio
 	if err != nil {
 		return nil, err
 	}
+	claimed, err := claimDocKey(tx, docKey(s.rid, p.suffix))
+	if err != nil || claimed {
+		if err != nil {
+			return nil, err
+		}
+		return s.write(e, tx, p, nil, false)
+	}
 	live, dead, err := s.lookupLive(tx, p.suffix)
 	if err != nil {
 		return nil, err
@@ -457,6 +461,34 @@ func (s *scope) createTx(e *Engine, tx kv.Tx, o *jsonv.Object, pk lethe.Partitio
 	}
 	return s.write(e, tx, p, dead, false)
 }
+
+// claimDocKey claims a new document's key on stores that can insert a key
+// only if it is absent (kv.Inserter: PostgreSQL), reporting whether the key
+// was free; the claim holds a placeholder that the write replaces, or that
+// goes with the transaction if it fails. A create that reads its key first
+// locks the index page the key would be on, and every other gateway's create
+// on that page then conflicts with it (docs/postgres.md section 3); the claim
+// leaves no read behind. False (nothing claimed) sends the caller to read the
+// key: it is taken, or the store cannot claim.
+//
+// The claim sees the latest committed state, which may be later than the
+// transaction's snapshot: a document deleted meanwhile by another gateway
+// counts as absent, as if this create ran after that delete. That order
+// stays serializable: a delete request reads the document first, so the
+// database sees the claim's insert into the index page that read locked; the
+// purger's deletions read and write nothing a create reads: tallies are
+// delta rows that no write reads (usage.go).
+func claimDocKey(tx kv.Tx, key []byte) (bool, error) {
+	ins, ok := tx.(kv.Inserter)
+	if !ok {
+		return false, nil
+	}
+	return ins.Insert(key, claimPlaceholder)
+}
+
+// claimPlaceholder is the value a claimed document key holds until the write
+// replaces it within the same transaction; no transaction ever reads it.
+var claimPlaceholder = []byte{0}
 
 func (s *scope) upsertTx(e *Engine, tx kv.Tx, o *jsonv.Object, pk lethe.PartitionKey, ifMatch string) (*docRecord, bool, error) {
 	p, err := s.prepare(o, pk)
@@ -600,7 +632,7 @@ func (e *Engine) updateOnce(ctx context.Context, dbID, collID string, fn func(tx
 				return err
 			}
 		}
-		if err := s.usage.apply(tx, s.rid, s.stripe); err != nil {
+		if err := s.usage.apply(tx, s.rid, e.tallyDelta(s.rid)); err != nil {
 			return err
 		}
 		return e.beforeCommit(txNow)

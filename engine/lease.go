@@ -19,12 +19,10 @@ import (
 // The gateway registry. On a store shared between processes (not
 // kv.Exclusive: PostgreSQL) any number of engines, the gateways, run at once
 // (docs/postgres.md). Each registers in a slot of the registry (M gw
-// <slot:2>): a lease row renewed while it runs and deleted at Close. The slot
-// names the gateway's stripe of the usage tallies, so that gateways do not
-// write the same hot rows (the change feed's order keys need no writer of
-// their own: their LSNs, from blocks per gateway, keep them unique); the
+// <slot:2>): a lease row renewed while it runs and deleted at Close. The
 // live slots tell the change feed whether other writers are at work (see
-// feedLagMode) and how many gateways share a container's throughput.
+// feedLagMode) and how many gateways share a container's throughput. Each
+// renewal also folds the tally delta rows this gateway wrote (usage.go).
 //
 // A gateway that finds its slot taken (it was stalled past the lease's
 // expiry, and another gateway took the slot) refuses every request from then
@@ -64,9 +62,12 @@ type lease struct {
 	e      *Engine
 	holder string
 	slot   uint16
-	// stripe is the suffix of its stripes of the usage tallies (usage.go):
-	// slot + 1, shared read-only by every transaction.
-	stripe []byte
+	// unfolded holds the containers whose tallies this gateway wrote delta
+	// rows to since its last fold (usage.go).
+	unfolded struct {
+		sync.Mutex
+		colls map[[8]byte]struct{}
+	}
 	// others counts the other gateways whose leases were live at the last
 	// renewal.
 	others atomic.Int32
@@ -141,7 +142,6 @@ func (e *Engine) takeLease(ctx context.Context) (*lease, error) {
 			free = next
 		}
 		l.slot = uint16(free)
-		l.stripe = binary.BigEndian.AppendUint32(nil, uint32(l.slot)+1)
 		l.others.Store(others)
 		b, _ := json.Marshal(gatewayLease{Holder: l.holder, Expires: now + leaseTerm.Milliseconds()})
 		return tx.Put(slotKey(l.slot), b)
@@ -227,6 +227,9 @@ func (l *lease) run() {
 		if err == nil && !l.lost.Load() {
 			err = l.e.ensureLSNs(ctx) // for writes that do not go through update
 		}
+		if err == nil && !l.lost.Load() {
+			err = l.e.foldTallies(ctx)
+		}
 		cancel()
 		switch {
 		case l.lost.Load():
@@ -236,6 +239,28 @@ func (l *lease) run() {
 			l.e.log.Warn("renew the gateway's registration", "err", err)
 		}
 	}
+}
+
+// markUnfolded records that coll's tallies have delta rows to fold.
+func (l *lease) markUnfolded(coll [8]byte) {
+	l.unfolded.Lock()
+	defer l.unfolded.Unlock()
+	if l.unfolded.colls == nil {
+		l.unfolded.colls = map[[8]byte]struct{}{}
+	}
+	l.unfolded.colls[coll] = struct{}{}
+}
+
+// takeUnfolded returns the containers to fold and forgets them.
+func (l *lease) takeUnfolded() [][8]byte {
+	l.unfolded.Lock()
+	defer l.unfolded.Unlock()
+	out := make([][8]byte, 0, len(l.unfolded.colls))
+	for c := range l.unfolded.colls {
+		out = append(out, c)
+	}
+	clear(l.unfolded.colls)
+	return out
 }
 
 // check refuses work once the lease is lost.
@@ -286,8 +311,7 @@ type Gateway struct {
 	Shared bool
 	// ID is the gateway's registration, unique per process start.
 	ID string
-	// Slot is its slot in the registry, which also names its stripe of the
-	// usage tallies.
+	// Slot is its slot in the registry.
 	Slot int
 	// Others counts the other live gateways at the last renewal.
 	Others int
@@ -304,8 +328,9 @@ func (e *Engine) Gateway() Gateway {
 // leasedStore is the store as a registered gateway sees it: every
 // transaction is refused once its registration is lost; and writing
 // transactions run one at a time, as the embedded store's writer lock runs
-// them, so that the gateway's own writes never conflict with each other on
-// its stripes of the hot rows (docs/postgres.md section 3).
+// them, so that the gateway's own writes never conflict with each other (on
+// its sequence block, and on the index pages of neighbouring keys:
+// docs/postgres.md section 3).
 type leasedStore struct {
 	kv.Store
 	l      *lease

@@ -204,3 +204,95 @@ func TestEngineRunsOnTheStoresTime(t *testing.T) {
 		t.Fatalf("the engine's time is %v ahead of this machine's; the store's is 2 h", ahead)
 	}
 }
+
+// TestTallyDeltasFold: on a shared store writes add tally delta rows
+// without reading the tallies; a second whose deltas cancel out (documents
+// created by one gateway, deleted by another) counts for nothing, also as the
+// oldest pending expiry; and a fold leaves one row per tally that is not zero,
+// with the same sums.
+func TestTallyDeltasFold(t *testing.T) {
+	store := sharedStore{newMemStore(t)}
+	a := openTestEngine(t, store, Options{DisableBackground: true})
+	b, err := Open(ctx, Options{Store: store, Now: a.clock.Now, DisableBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	a.mustDB("db")
+	a.mustContainer("c", `"defaultTtl":100`)
+	first := a.clock.Now().Unix()
+	for _, id := range []string{"x1", "x2", "x3"} {
+		if _, err := a.CreateDocument(ctx, ref("c", id, "p"), []byte(`{"id":"`+id+`","pk":"p"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"x1", "x2", "x3"} {
+		if _, err := b.DeleteDocument(ctx, ref("c", id, "p"), Conditions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.clock.Advance(time.Second)
+	for _, id := range []string{"y1", "y2"} {
+		if _, err := b.CreateDocument(ctx, ref("c", id, "p"), []byte(`{"id":"`+id+`","pk":"p"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rid := a.mustRID("c")
+	rows := func(pfx byte) (n int) {
+		p := collKey(pfx, rid)
+		err := store.View(ctx, func(r kv.Reader) error {
+			it := r.Scan(p, kv.PrefixEnd(p), false)
+			defer it.Close()
+			for it.Next() {
+				n++
+			}
+			return it.Close()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := rows(pfxUsage); n != 8 {
+		t.Fatalf("%d usage rows before the fold, want one per write (8)", n)
+	}
+	check := func(when string, wantDocs int64) {
+		t.Helper()
+		for _, e := range []*Engine{a.Engine, b} {
+			u, err := e.ContainerUsage(ctx, "db", "c")
+			if err != nil || u.Documents != wantDocs {
+				t.Fatalf("%s: usage %+v, %v; want %d documents", when, u, err, wantDocs)
+			}
+		}
+		if err := a.Check(ctx); err != nil {
+			t.Fatalf("%s: invariants: %v", when, err)
+		}
+	}
+	check("before the fold", 2)
+	// Past both seconds' expiry: the first second's rows (+1 +1 +1 from a,
+	// -1 -1 -1 from b) cancel out; the oldest pending expiry is the next
+	// second's.
+	a.clock.Advance(101 * time.Second)
+	backlog := func(when string) {
+		t.Helper()
+		got, err := a.TTLBacklog(ctx)
+		if err != nil || len(got) != 1 || got[0].PendingDocuments != 2 || got[0].OldestPending.Unix() != first+101 {
+			t.Fatalf("%s: backlog %+v, %v; want 2 pending, the oldest expired at %d", when, got, err, first+101)
+		}
+	}
+	backlog("before the fold")
+	check("expired, before the fold", 0)
+	for _, e := range []*Engine{a.Engine, b} {
+		if err := e.foldTallies(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := rows(pfxUsage); n != 1 {
+		t.Fatalf("%d usage rows after the fold, want 1", n)
+	}
+	if n := rows(pfxExpiryBucket); n != 1 {
+		t.Fatalf("%d expiry tally rows after the fold, want 1 (the second whose rows cancel out goes)", n)
+	}
+	backlog("after the fold")
+	check("after the fold", 0)
+}

@@ -538,7 +538,7 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, defe
 		if err != nil {
 			return err
 		}
-		if err := s.usage.apply(tx, s.rid, s.stripe); err != nil {
+		if err := s.usage.apply(tx, s.rid, e.tallyDelta(s.rid)); err != nil {
 			return err
 		}
 		for _, l := range logged {

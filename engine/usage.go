@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -20,14 +21,16 @@ import (
 //   - H <collRid> <T|X> <instant:8>: a tally of the stored documents whose
 //     expiry entry (T: last write, X: own expiry instant) is at that second.
 //
-// On a store shared by several gateways every write would update the same
-// tally rows, and conflict: there each gateway keeps a stripe of its own,
-// the tally key followed by its writer (4 bytes), and readers sum the stripes
-// (a key without a stripe is the embedded store's, read alike). A stripe may
-// be negative (a gateway deleting what another wrote); a transaction that
-// lowers an expiry tally reads every stripe of its second and deletes them
-// all when they sum to zero, so that the H index still holds only seconds
-// with documents.
+// On a store shared by several gateways every write would read and rewrite
+// the same tally rows, and conflict. There a transaction never reads a
+// tally: it inserts its change as a delta row of its own, the tally key
+// followed by a fresh delta id (8 bytes, an LSN, which no two transactions of
+// any gateway share), and readers sum a tally's rows. Deltas may be negative
+// (a delete), so an expiry second's rows may sum to zero. Each gateway folds,
+// every few seconds, the tallies of the containers it wrote: a tally's rows
+// are replaced by one row holding their sum, or by none when it is zero
+// (foldTallies). A key without a suffix is the embedded store's, and one with
+// a 4-byte suffix the stripe of an earlier build; both are read alike.
 //
 // The documents expired at an instant are exactly those whose T entries are at
 // or below the default cutoff and whose X entries are at or below the own
@@ -85,12 +88,19 @@ func (d *usageDelta) add(fixed [][]byte, size int, sign int64) {
 	d.buckets[k] = t
 }
 
-// apply writes the gathered changes, to the gateway's stripe (nil: none),
-// and resets d. Bucket tallies that fall to zero are deleted, so the H index
-// holds only seconds with documents.
-func (d *usageDelta) apply(tx kv.Tx, coll [8]byte, stripe []byte) error {
+// apply writes the gathered changes and resets d: with delta nil, by reading
+// and rewriting each tally (an exclusive store), deleting bucket tallies that
+// fall to zero so that the H index holds only seconds with documents; else as
+// delta rows with the suffix delta, written without reading anything.
+func (d *usageDelta) apply(tx kv.Tx, coll [8]byte, delta []byte) error {
 	if d.total != (tally{}) {
-		if err := addTally(tx, append(collKey(pfxUsage, coll), stripe...), d.total); err != nil {
+		var err error
+		if key := collKey(pfxUsage, coll); delta == nil {
+			err = addTally(tx, key, d.total)
+		} else {
+			err = tx.Put(append(key, delta...), d.total.encode())
+		}
+		if err != nil {
 			return fmt.Errorf("update container usage: %w", err)
 		}
 	}
@@ -104,12 +114,10 @@ func (d *usageDelta) apply(tx kv.Tx, coll [8]byte, stripe []byte) error {
 		var err error
 		switch {
 		case t == (tally{}):
-		case stripe == nil:
+		case delta == nil:
 			err = addTally(tx, []byte(k), t)
-		case t.count < 0:
-			err = lowerStripedTally(tx, []byte(k), stripe, t)
 		default:
-			err = addTally(tx, append([]byte(k), stripe...), t)
+			err = tx.Put(append([]byte(k), delta...), t.encode())
 		}
 		if err != nil {
 			return fmt.Errorf("update expiry tally: %w", err)
@@ -137,28 +145,14 @@ func addTally(tx kv.Tx, key []byte, delta tally) error {
 	return tx.Put(key, cur.encode())
 }
 
-// lowerStripedTally adds the negative delta to the stripe of the tally at
-// key, or deletes every stripe when they come to sum to zero.
-func lowerStripedTally(tx kv.Tx, key, stripe []byte, delta tally) error {
-	sum, err := readTally(tx, key)
-	if err != nil {
-		return err
-	}
-	sum.add(delta)
-	if sum.count != 0 {
-		return addTally(tx, append(key, stripe...), delta)
-	}
-	return tx.DeleteRange(key, kv.PrefixEnd(key))
-}
-
-// readTally returns the tally at key, summed over its stripes; zero when
+// readTally returns the tally at key, summed over its rows; zero when
 // absent.
 func readTally(r kv.Reader, key []byte) (tally, error) {
 	var sum tally
 	it := r.Scan(key, kv.PrefixEnd(key), false)
 	defer it.Close()
 	for it.Next() {
-		if n := len(it.Key()) - len(key); n != 0 && n != stripeLen {
+		if !tallySuffix(len(it.Key()) - len(key)) {
 			continue // another tally's key that starts alike: none today
 		}
 		t, err := decodeTally(it.Value())
@@ -170,16 +164,98 @@ func readTally(r kv.Reader, key []byte) (tally, error) {
 	return sum, it.Close()
 }
 
-// stripeLen is the length of a stripe's suffix: the writer's number.
-const stripeLen = 4
+// Lengths of a tally row's suffix after its tally key: none (an exclusive
+// store's one row), a gateway's stripe (an earlier build), a delta id.
+const (
+	stripeLen  = 4
+	deltaIDLen = 8
+)
 
-// stripe returns this engine's stripe suffix on a shared store, nil on an
-// exclusive one.
-func (e *Engine) stripe() []byte {
+// tallySuffix reports whether n is the length of a tally row's suffix.
+func tallySuffix(n int) bool { return n == 0 || n == stripeLen || n == deltaIDLen }
+
+// tallyDelta returns the suffix for one transaction's delta rows of the
+// container coll's tallies on a shared store, a fresh LSN, and marks the
+// container for the next fold; nil on an exclusive store, whose tallies are
+// rewritten in place.
+func (e *Engine) tallyDelta(coll [8]byte) []byte {
 	if e.lease == nil {
 		return nil
 	}
-	return e.lease.stripe
+	e.lease.markUnfolded(coll)
+	return binary.BigEndian.AppendUint64(nil, e.nextLSN())
+}
+
+// foldTallies folds the tallies of the containers this gateway wrote since
+// the last fold: each tally's delta rows become one row holding their sum, or
+// none when it is zero. Folds read the tallies, which no write does, so they
+// never make a write conflict; two gateways folding one container at once
+// conflict with each other, and one runs again.
+func (e *Engine) foldTallies(ctx context.Context) error {
+	var errs []error
+	for _, coll := range e.lease.takeUnfolded() {
+		err := e.guard.Update(ctx, func(tx kv.Tx) error {
+			if err := foldTally(tx, collKey(pfxUsage, coll), 0, e.nextLSN); err != nil {
+				return err
+			}
+			return foldTally(tx, collKey(pfxExpiryBucket, coll), 1+8, e.nextLSN)
+		})
+		if err != nil {
+			e.lease.markUnfolded(coll)
+			errs = append(errs, fmt.Errorf("fold the tallies of container %x: %w", coll, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// foldTally folds the tallies under prefix, each named by the prefix and
+// the next nameLen bytes (0: the prefix is the one tally), into one row
+// apiece, suffixed with a fresh delta id from next.
+func foldTally(tx kv.Tx, prefix []byte, nameLen int, next func() uint64) error {
+	type group struct {
+		name []byte
+		rows int
+		sum  tally
+	}
+	var groups []group
+	it := tx.Scan(prefix, kv.PrefixEnd(prefix), false)
+	for it.Next() {
+		k := it.Key()
+		if len(k) < len(prefix)+nameLen || !tallySuffix(len(k)-len(prefix)-nameLen) {
+			continue
+		}
+		name := k[:len(prefix)+nameLen]
+		if len(groups) == 0 || !bytes.Equal(groups[len(groups)-1].name, name) {
+			groups = append(groups, group{name: append([]byte(nil), name...)})
+		}
+		t, err := decodeTally(it.Value())
+		if err != nil {
+			it.Close()
+			return err
+		}
+		g := &groups[len(groups)-1]
+		g.rows++
+		g.sum.add(t)
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	for _, g := range groups {
+		if g.rows == 1 && g.sum != (tally{}) {
+			continue
+		}
+		// Only the rows this transaction read go: a delta inserted
+		// meanwhile by another gateway's commit is not in its snapshot.
+		if err := tx.DeleteRange(g.name, kv.PrefixEnd(g.name)); err != nil {
+			return err
+		}
+		if g.sum != (tally{}) {
+			if err := tx.Put(binary.BigEndian.AppendUint64(g.name, next()), g.sum.encode()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // cutoff returns the highest instant of expiry index kind (T or X) whose
@@ -206,25 +282,46 @@ func (s *scope) expiredTally(r kv.Reader) (pending tally, oldest int64, ok bool,
 		start := append(collKey(pfxExpiryBucket, s.rid), kind)
 		end := appendInt64(append(collKey(pfxExpiryBucket, s.rid), kind), cut+1) // the cutoff second included
 		it := r.Scan(start, end, false)
-		first := true
+		bucketLen := len(start) + 8
+		var second []byte // the second whose rows are being summed
+		var sum tally
+		kindOldest := false
+		// finish adds a second's sum; the first second whose rows do not
+		// cancel out is the oldest of its kind.
+		finish := func() {
+			if second == nil {
+				return
+			}
+			pending.add(sum)
+			if sum.count == 0 || kindOldest {
+				return
+			}
+			kindOldest = true
+			at := decodeInt64(second[len(start):])
+			if d := s.pol.DefaultTTL(); kind == pfxByTS && d != nil && *d > 0 && at+*d <= s.now {
+				at += *d
+			}
+			if !ok || at < oldest {
+				oldest, ok = at, true
+			}
+		}
 		for it.Next() {
+			k := it.Key()
+			if len(k) < bucketLen || !tallySuffix(len(k)-bucketLen) {
+				continue
+			}
+			if second == nil || !bytes.Equal(k[:bucketLen], second) {
+				finish()
+				second, sum = append(second[:0], k[:bucketLen]...), tally{}
+			}
 			t, derr := decodeTally(it.Value())
 			if derr != nil {
 				it.Close()
 				return tally{}, 0, false, derr
 			}
-			pending.add(t)
-			if first {
-				at := decodeInt64(it.Key()[10:])
-				if d := s.pol.DefaultTTL(); kind == pfxByTS && d != nil && *d > 0 && at+*d <= s.now {
-					at += *d
-				}
-				if !ok || at < oldest {
-					oldest, ok = at, true
-				}
-				first = false
-			}
+			sum.add(t)
 		}
+		finish()
 		if err := it.Close(); err != nil {
 			return tally{}, 0, false, err
 		}

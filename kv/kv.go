@@ -125,6 +125,25 @@ type Tx interface {
 	DeleteRange(start, end []byte) error
 }
 
+// Inserter is implemented by the transactions of stores where claiming an
+// absent key costs less than reading it first. PostgreSQL's serializable mode
+// locks every index page a read visits, so a transaction that reads a key,
+// finds it absent and then writes it conflicts with every concurrent
+// transaction that writes near it; an insert that does nothing when the key
+// exists leaves no read behind, and two transactions claiming the same key
+// still conflict. Callers use it through a type assertion on [Tx] and fall back
+// to Get and Put.
+type Inserter interface {
+	// Insert stores value at key if no value is stored there and reports
+	// whether it did; a key that is present is left unchanged (read it with
+	// Get to know its value). Insert judges presence by the latest committed
+	// state, not by the transaction's snapshot: a key that a concurrent
+	// transaction deleted and committed counts as absent, as if this
+	// transaction ran after that one. Use it only where that order is harmless
+	// (the transaction reads nothing else that the deleting one wrote).
+	Insert(key, value []byte) (bool, error)
+}
+
 // Iterator walks a key range. Use it as:
 //
 //	it := r.Scan(start, end, false)

@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore func(t *testing.T) kv.Store) {
 		{"CancelledContext", testCancelledContext},
 		{"Closed", testClosed},
 		{"UpdateNoSync", testUpdateNoSync},
+		{"Insert", testInsert},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1035,4 +1036,70 @@ func testUpdateNoSync(t *testing.T, s kv.Store) {
 		}
 		return nil
 	})
+}
+
+// testInsert checks kv.Inserter, for stores whose transactions offer it: an
+// absent key is stored, a present one left unchanged, both seen by the
+// transaction's later reads and after its commit, and a rolled-back insert
+// leaves nothing.
+func testInsert(t *testing.T, s kv.Store) {
+	ctx := context.Background()
+	supported := true
+	err := s.Update(ctx, func(tx kv.Tx) error {
+		ins, ok := tx.(kv.Inserter)
+		if !ok {
+			supported = false
+			return nil
+		}
+		if err := tx.Put([]byte("present"), []byte("old")); err != nil {
+			return err
+		}
+		for _, c := range []struct {
+			key, value string
+			want       bool
+			stored     string
+		}{{"present", "new", false, "old"}, {"absent", "v", true, "v"}, {"absent", "again", false, "v"}} {
+			got, err := ins.Insert([]byte(c.key), []byte(c.value))
+			if err != nil {
+				return err
+			}
+			if got != c.want {
+				t.Errorf("Insert(%q) = %v, want %v", c.key, got, c.want)
+			}
+			if v, err := tx.Get([]byte(c.key)); err != nil || string(v) != c.stored {
+				t.Errorf("Get(%q) after Insert = %q, %v; want %q", c.key, v, err, c.stored)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !supported {
+		t.Skip("the store's transactions do not implement kv.Inserter")
+	}
+	errRollback := errors.New("roll back")
+	err = s.Update(ctx, func(tx kv.Tx) error {
+		if _, err := tx.(kv.Inserter).Insert([]byte("rolled back"), []byte("x")); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatalf("Update = %v, want the function's error", err)
+	}
+	err = s.View(ctx, func(r kv.Reader) error {
+		for k, want := range map[string]string{"present": "old", "absent": "v"} {
+			if v, err := r.Get([]byte(k)); err != nil || string(v) != want {
+				t.Errorf("Get(%q) after commit = %q, %v; want %q", k, v, err, want)
+			}
+		}
+		if _, err := r.Get([]byte("rolled back")); !errors.Is(err, kv.ErrNotFound) {
+			t.Errorf("Get of a rolled-back insert: %v, want ErrNotFound", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

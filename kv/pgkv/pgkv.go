@@ -399,6 +399,7 @@ func (s *Store) updateOnce(ctx context.Context, fn func(kv.Tx) error, mode txMod
 type statements struct {
 	get                  string
 	put                  string
+	insert               string
 	del                  string
 	delFrom, delRange    string
 	scanFrom, scanRange  string // forward, first page: key >= $1
@@ -412,6 +413,7 @@ func newStatements(schema string) statements {
 	return statements{
 		get:       "SELECT value FROM " + t + " WHERE key = $1",
 		put:       "INSERT INTO " + t + " (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+		insert:    "INSERT INTO " + t + " (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING true",
 		del:       "DELETE FROM " + t + " WHERE key = $1",
 		delFrom:   "DELETE FROM " + t + " WHERE key >= $1",
 		delRange:  "DELETE FROM " + t + " WHERE key >= $1 AND key < $2",

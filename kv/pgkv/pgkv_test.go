@@ -837,3 +837,53 @@ func TestNow(t *testing.T) {
 		t.Errorf("Now on a closed store: %v", err)
 	}
 }
+
+// TestInsertClaimsOnce: transactions racing to insert the same absent key,
+// each committing what its last attempt saw, leave exactly one winner, whose
+// value is stored; the losers saw the key present (or conflicted and ran
+// again until they did).
+func TestInsertClaimsOnce(t *testing.T) {
+	s := newStore(t)
+	const racers = 8
+	won := make([]bool, racers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			err := s.Update(context.Background(), func(tx kv.Tx) error {
+				ok, err := tx.(kv.Inserter).Insert([]byte("claimed"), []byte{byte(i)})
+				won[i] = ok
+				return err
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	winners := 0
+	var winner byte
+	for i, ok := range won {
+		if ok {
+			winners++
+			winner = byte(i)
+		}
+	}
+	if winners != 1 {
+		t.Fatalf("%d transactions inserted the key, want 1", winners)
+	}
+	err := s.View(context.Background(), func(r kv.Reader) error {
+		v, err := r.Get([]byte("claimed"))
+		if err != nil || len(v) != 1 || v[0] != winner {
+			t.Errorf("stored %v, %v; want the winner's value %d", v, err, winner)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

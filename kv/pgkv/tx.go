@@ -255,15 +255,41 @@ func (t *txn) queueWrite(q string, size int, args ...any) error {
 // Put implements kv.Tx. The write is sent with the transaction's next read or
 // its commit, so an error it meets is reported there.
 func (t *txn) Put(key, value []byte) error {
-	// One allocation for both copies: pgx encodes the arguments only when the
-	// batch is sent, after the caller may have reused them.
-	buf := make([]byte, len(key)+len(value))
-	k, v := buf[:len(key):len(key)], buf[len(key):]
-	copy(k, key)
-	copy(v, value)
+	k, v := copyPair(key, value)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.queueWrite(t.sql.put, len(buf), k, v)
+	return t.queueWrite(t.sql.put, len(k)+len(v), k, v)
+}
+
+// copyPair copies a key and a value into one allocation: pgx encodes the
+// arguments only when the batch is sent, after the caller may have reused
+// them.
+func copyPair(key, value []byte) (k, v []byte) {
+	buf := make([]byte, len(key)+len(value))
+	k, v = buf[:len(key):len(key)], buf[len(key):]
+	copy(k, key)
+	copy(v, value)
+	return k, v
+}
+
+var _ kv.Inserter = (*txn)(nil)
+
+// Insert implements kv.Inserter with INSERT ... ON CONFLICT DO NOTHING, in
+// one round trip with the buffered writes. The conflict check reads the
+// index with a dirty snapshot, which takes no predicate lock: a concurrent
+// transaction's reads near the key still conflict with the insert itself, and
+// a concurrent insert of the same key waits for this transaction and then
+// fails to serialize (or this one does).
+func (t *txn) Insert(key, value []byte) (bool, error) {
+	k, v := copyPair(key, value)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	inserted := false
+	err := t.roundTrip("insert", t.sql.insert, []any{k, v}, func(rows pgx.Rows) error {
+		inserted = rows.Next()
+		return nil
+	})
+	return inserted, err
 }
 
 // Delete implements kv.Tx; like Put, it is sent later.
