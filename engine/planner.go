@@ -190,6 +190,9 @@ type indexSource struct {
 	ranges []keyRange
 	filter *docFilter
 	stream bool
+	// rawOnly: the executor reads only Raw (query.Query.ReadsOnlyRaw with
+	// a WHERE the plan answers exactly), so documents are not parsed.
+	rawOnly bool
 
 	// gathered plans
 	cands    []candidate
@@ -359,15 +362,21 @@ func (x *indexSource) Next() (*jsonv.Object, uint64, bool, error) {
 		}
 		x.examined++
 		x.loaded += len(rec.json)
+		x.raw = rec.json
+		if x.rawOnly {
+			return unparsed, c.seq, true, nil
+		}
 		o, err := jsonv.ParseStoredObject(rec.json)
 		if err != nil {
 			x.err = err
 			return nil, 0, false, err
 		}
-		x.raw = rec.json
 		return o, c.seq, true, nil
 	}
 }
+
+// unparsed stands for a document the executor will not look into (rawOnly).
+var unparsed = jsonv.NewObject(0)
 
 // Raw returns the stored JSON of the document Next returned last.
 func (x *indexSource) Raw() []byte { return x.raw }

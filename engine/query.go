@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/fnv"
+	"unicode/utf8"
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/jsonv"
@@ -176,7 +177,7 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 		page, err := q.Execute(src, query.ExecOptions{
 			Params: opts.Params, Now: precise, PageSize: pageSize(opts.MaxItems),
 			After: tok.Cursor, Emitted: tok.Emitted, WorkLimit: queryWorkLimit,
-			SortedByFirstKey: plan.sorted, Unordered: plan.sorted,
+			SortedByFirstKey: plan.sorted, Unordered: plan.sorted, WhereHolds: plan.whereHolds,
 		})
 		if err != nil {
 			return queryError(err)
@@ -231,7 +232,14 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 		// An equality or IN lookup is usually narrower than reading in order.
 		if usable && plan.spec.kind <= filterIn {
 			src, err := s.indexSource(r, plan, filter)
-			return src, sourcePlan{path: plan.spec.path}, err
+			sp := sourcePlan{path: plan.spec.path}
+			// A WHERE that is this one lookup, over values the index holds
+			// exactly, holds for every document it yields: SELECT * then
+			// returns their stored JSON without parsing it.
+			if h.Conjuncts == 1 && len(h.Where) == 1 && exactLookup(plan.spec) && q.ReadsOnlyRaw() {
+				sp.whereHolds, src.rawOnly = true, true
+			}
+			return src, sp, err
 		}
 		if op, ok := s.planOrdered(r, h, filters); ok {
 			return s.orderedSource(r, op, filter), sourcePlan{path: op.path, sorted: true}, nil
@@ -247,10 +255,35 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 }
 
 // sourcePlan says how a query reads its container: the indexed path it uses
-// (nil for a scan) and whether documents come in first ORDER BY key order.
+// (nil for a scan), whether documents come in first ORDER BY key order, and
+// whether every document it yields satisfies the WHERE clause.
 type sourcePlan struct {
-	path   []string
-	sorted bool
+	path       []string
+	sorted     bool
+	whereHolds bool
+}
+
+// exactLookup reports whether an equality or IN filter selects through the
+// index exactly the documents it matches: its values are null, booleans or
+// strings too short to have been cut (a cut string's key may equal a shorter
+// string's). Numbers are left out: the index orders them as float64, and two
+// integers beyond 2^53 can share a key.
+func exactLookup(f filterSpec) bool {
+	if f.kind != filterEq && f.kind != filterIn {
+		return false
+	}
+	for _, v := range f.values {
+		switch v := v.(type) {
+		case nil, bool:
+		case string:
+			if len(v) > maxIndexedString-utf8.UTFMax {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // queryError turns an execution failure into a BadRequest: the query, not the

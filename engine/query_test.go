@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/jsonv"
+	"github.com/lethe-db/lethe/kv"
 )
 
 // queryAll runs a query to completion with the given page size and returns
@@ -215,6 +217,92 @@ func TestOrderedIndexIsProportionalToRows(t *testing.T) {
 		}
 		if !strings.Contains(decodeMetrics(t, page.IndexMetrics), `"/t/?"`) {
 			t.Errorf("%s: metrics %s", q, decodeMetrics(t, page.IndexMetrics))
+		}
+	}
+}
+
+// TestExactLookupsSkipWhere: SELECT * with a WHERE that one exact index
+// lookup answers (null, booleans, short strings, equality or IN) returns the
+// stored documents without parsing them or evaluating WHERE, and the same
+// documents as a scan; numbers and strings long enough to be cut in the index
+// still have WHERE evaluated.
+func TestExactLookupsSkipWhere(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("idx", "")
+	te.mustContainer("scan", `"indexingPolicy":{"indexingMode":"none","automatic":false}`)
+	long := strings.Repeat("L", 130)
+	vals := []string{`1`, `1.0`, `2`, `"a"`, `"b"`, `true`, `false`, `null`, `[1]`, `"` + long + `x"`, `"` + long + `y"`, `"` + strings.Repeat("L", 128) + `"`, `"` + strings.Repeat("L", 126) + `"`}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 150 {
+		body := fmt.Sprintf(`{"id":"d%03d","pk":"p"`, i)
+		if rng.IntN(5) > 0 {
+			body += `,"v":` + vals[rng.IntN(len(vals))]
+		}
+		body += "}"
+		for _, c := range []string{"idx", "scan"} {
+			if err := te.create(c, body); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ids := func(rows []string) []string {
+		var out []string
+		for _, r := range rows {
+			var d struct{ ID string }
+			if err := json.Unmarshal([]byte(r), &d); err != nil {
+				t.Fatalf("row %s: %v", r, err)
+			}
+			out = append(out, d.ID)
+		}
+		return out
+	}
+	params := map[string]jsonv.Value{"cut": strings.Repeat("L", 128), "short": "a"}
+	for _, c := range []struct {
+		q       string
+		rawOnly bool
+	}{
+		{"SELECT * FROM c WHERE c.v = 'a'", true},
+		{"SELECT * FROM c WHERE c.v = @short", true},
+		{"SELECT * FROM c WHERE c.v IN ('a', 'b', null, true)", true},
+		{"SELECT * FROM c WHERE c.v = null", true},
+		{"SELECT * FROM c WHERE c.v", true},
+		{"SELECT TOP 3 * FROM c WHERE c.v = 'b'", true},
+		{"SELECT * FROM c WHERE c.v = 'a' OFFSET 2 LIMIT 3", true},
+		{"SELECT * FROM c WHERE c.v = @cut", false},
+		{"SELECT * FROM c WHERE c.v = '" + strings.Repeat("L", 126) + "'", false},
+		{"SELECT * FROM c WHERE c.v = 1", false},
+		{"SELECT * FROM c WHERE c.v = 'a' AND c.pk = 'p'", false},
+		{"SELECT c.id FROM c WHERE c.v = 'a'", false},
+	} {
+		want := ids(te.queryAll("scan", c.q, params, 1000))
+		for _, size := range []int{1, 3, 50} {
+			if got := ids(te.queryAll("idx", c.q, params, size)); !slices.Equal(got, want) {
+				t.Errorf("%s, page size %d: indexed %v, scan %v", c.q, size, got, want)
+			}
+		}
+		err := te.store.View(ctx, func(r kv.Reader) error {
+			s, err := te.scope(r, "db", "idx", te.clock.Now().Unix())
+			if err != nil {
+				return err
+			}
+			q, err := parseStatement(c.q)
+			if err != nil {
+				return err
+			}
+			src, plan, err := s.querySource(r, q, params, nil)
+			if err != nil {
+				return err
+			}
+			defer src.close()
+			x, isIndex := src.(*indexSource)
+			if got := isIndex && x.rawOnly; got != c.rawOnly || plan.whereHolds != c.rawOnly {
+				t.Errorf("%s: reads raw only %v, WHERE holds %v; want %v", c.q, got, plan.whereHolds, c.rawOnly)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 }

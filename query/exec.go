@@ -73,6 +73,12 @@ type ExecOptions struct {
 	// The engine sets it when an index supplies that order. Ignored by other
 	// plans.
 	SortedByFirstKey bool
+	// WhereHolds says every document the source yields satisfies the
+	// top-level WHERE clause (the engine's index answers it exactly), which
+	// Execute then does not evaluate; ignored for queries with JOIN or
+	// FROM ... IN, whose WHERE judges rows, not documents. With ReadsOnlyRaw,
+	// the documents themselves are never looked at either.
+	WhereHolds bool
 	// WorkLimit caps the bindings the FROM and JOIN clauses may make in this
 	// call: each document, each array element of IN or JOIN, each row of a
 	// JOIN subquery, in subqueries too, whether WHERE keeps the row or not.
@@ -143,7 +149,8 @@ func (q *Query) Execute(src Source, opts ExecOptions) (*Page, error) {
 		after = opts.After[1:]
 	}
 	env := &Env{Vars: make(map[string]jsonv.Value, len(s.aliases)+1), Params: opts.Params, Source: q.src, Now: opts.Now}
-	ex := &executor{s: s, ev: evaluator{env: env, ownsVars: true}, top: true}
+	ex := &executor{s: s, ev: evaluator{env: env, ownsVars: true}, top: true,
+		whereHolds: opts.WhereHolds && s.From != nil && !s.From.In && len(s.Joins) == 0}
 	if opts.WorkLimit > 0 {
 		ex.ev.work = &workCounter{left: int64(opts.WorkLimit)}
 	}
@@ -215,6 +222,20 @@ func (q *Query) Execute(src Source, opts ExecOptions) (*Page, error) {
 	}
 	page.More = more && (limit < 0 || page.Emitted < limit)
 	return page, nil
+}
+
+// ReadsOnlyRaw reports whether the query returns each document's stored
+// JSON as it is (SELECT * over the whole document, no JOIN, in source order)
+// so that, executed with ExecOptions.WhereHolds over a source with Raw, it
+// never looks into the documents: the source may then yield a placeholder
+// for each document (any non-nil object) with Raw returning its JSON.
+func (q *Query) ReadsOnlyRaw() bool {
+	s := q.stmt
+	if s.plan != planStream || s.From == nil || !s.Star || s.From.In || len(s.Joins) > 0 {
+		return false
+	}
+	_, whole := s.From.X.(*Ident)
+	return whole
 }
 
 // ResumeSeq returns the document seq a streaming query resumes at after the

@@ -247,3 +247,57 @@ func TestMatchWorkLimit(t *testing.T) {
 		t.Errorf("Match(big): err = %v; want ErrWorkLimit", err)
 	}
 }
+
+// TestWhereHolds: with ExecOptions.WhereHolds the top-level WHERE is taken
+// as true for every document (the engine's index answered it), except where
+// WHERE judges rows rather than documents (JOIN, FROM ... IN); subqueries
+// still evaluate their own WHERE.
+func TestWhereHolds(t *testing.T) {
+	docs := []*jsonv.Object{
+		mustParseObject(t, `{"id":"a","v":1,"t":[1,2]}`),
+		mustParseObject(t, `{"id":"b","v":2,"t":[3]}`),
+	}
+	for _, tt := range []struct {
+		query string
+		want  int // rows with WhereHolds
+	}{
+		{"SELECT * FROM c WHERE c.v = 99", 2},
+		{"SELECT c.id FROM c WHERE c.v = 99", 2},
+		{"SELECT t FROM c JOIN t IN c.t WHERE t = 1", 1},
+		{"SELECT VALUE t FROM t IN c.t WHERE t > 1", 2},
+		{"SELECT c.id, ARRAY(SELECT VALUE x FROM x IN c.t WHERE x > 1) AS big FROM c WHERE c.v = 99", 2},
+	} {
+		page, err := mustParse(t, tt.query).Execute(newSliceSource(docs), ExecOptions{PageSize: 10, WhereHolds: true})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.query, err)
+		}
+		if len(page.Rows) != tt.want {
+			t.Errorf("%s: %d rows %s, want %d", tt.query, len(page.Rows), page.Rows, tt.want)
+		}
+	}
+	page, err := mustParse(t, "SELECT c.id, ARRAY(SELECT VALUE x FROM x IN c.t WHERE x > 1) AS big FROM c WHERE c.v = 99").Execute(newSliceSource(docs), ExecOptions{PageSize: 10, WhereHolds: true})
+	if err != nil || len(page.Rows) != 2 || string(page.Rows[0]) != `{"id":"a","big":[2]}` {
+		t.Errorf("a subquery's WHERE: %s, %v", page.Rows, err)
+	}
+}
+
+func TestReadsOnlyRaw(t *testing.T) {
+	for q, want := range map[string]bool{
+		"SELECT * FROM c":                                true,
+		"SELECT * FROM c WHERE c.v = 1":                  true,
+		"SELECT TOP 5 * FROM c WHERE c.v = 1":            true,
+		"SELECT * FROM c WHERE c.v = 1 OFFSET 1 LIMIT 2": true,
+		"SELECT * FROM root r":                           true,
+		"SELECT c.id FROM c":                             false,
+		"SELECT VALUE c FROM c":                          false,
+		"SELECT * FROM c ORDER BY c.v":                   false,
+		"SELECT DISTINCT * FROM c":                       false,
+		"SELECT * FROM c.children":                       false,
+		"SELECT * FROM t IN c.t":                         false,
+		"SELECT COUNT(1) FROM c":                         false,
+	} {
+		if got := mustParse(t, q).ReadsOnlyRaw(); got != want {
+			t.Errorf("%s: ReadsOnlyRaw %v, want %v", q, got, want)
+		}
+	}
+}

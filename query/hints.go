@@ -17,6 +17,9 @@ type Hints struct {
 	// scalar property path of the document (not a JOIN or IN variable, no
 	// array index) in a way an index can serve.
 	Where []Hint
+	// Conjuncts counts the top-level AND conjuncts of WHERE, hinted or not:
+	// when it equals len(Where), every one of them is a hint.
+	Conjuncts int
 	// OrderBy lists the ORDER BY keys when every key is such a path; nil
 	// otherwise.
 	OrderBy []OrderHint
@@ -103,7 +106,7 @@ func (q *Query) Hints(params map[string]jsonv.Value) Hints {
 	}
 	a.root = s.From.Alias.Name
 	if s.Where != nil {
-		a.conjuncts(s.Where, &h.Where)
+		h.Conjuncts = a.conjuncts(s.Where, &h.Where)
 	}
 	for _, o := range s.OrderBy {
 		path, ok := a.path(o.X)
@@ -224,21 +227,19 @@ func (a *hintAnalyzer) scalar(x Expr) (jsonv.Value, bool) {
 }
 
 // conjuncts appends the hints of x's AND conjuncts.
-func (a *hintAnalyzer) conjuncts(x Expr, out *[]Hint) {
+func (a *hintAnalyzer) conjuncts(x Expr, out *[]Hint) int {
 	switch y := x.(type) {
 	case *ParenExpr:
-		a.conjuncts(y.X, out)
-		return
+		return a.conjuncts(y.X, out)
 	case *BinaryExpr:
 		if y.Op == AND {
-			a.conjuncts(y.X, out)
-			a.conjuncts(y.Y, out)
-			return
+			return a.conjuncts(y.X, out) + a.conjuncts(y.Y, out)
 		}
 	}
 	if h, ok := a.hint(x); ok {
 		*out = append(*out, h)
 	}
+	return 1
 }
 
 // flipped maps a comparison to the one with its operands swapped.

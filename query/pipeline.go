@@ -42,6 +42,9 @@ type executor struct {
 	s   *selectStmt
 	ev  evaluator // env.Vars belongs to the run
 	top bool      // the top-level statement: FROM binds the container name
+	// whereHolds skips the top-level WHERE: the source yields only
+	// documents that satisfy it (ExecOptions.WhereHolds).
+	whereHolds bool
 
 	// raw, if set, returns the JSON text of the current document; SELECT *
 	// over whole documents returns it instead of re-encoding the document.
@@ -203,7 +206,7 @@ func (ex *executor) tick() error {
 func (ex *executor) filter(f rowFunc) (bool, error) {
 	ex.rowOrd = ex.ord
 	ex.ord++
-	if ex.s.Where != nil {
+	if ex.s.Where != nil && !(ex.top && ex.whereHolds) {
 		v, err := ex.ev.eval(ex.s.Where)
 		if err != nil || v != true {
 			return err == nil, err
