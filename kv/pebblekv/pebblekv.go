@@ -73,7 +73,8 @@ type Options struct {
 	Foreground func() bool
 
 	// CacheSize is how many bytes of sstable blocks Pebble's block cache may
-	// hold. Zero means DefaultCacheSize. Pebble also reserves the memtables'
+	// hold. Zero means DefaultCacheSize (DefaultInMemoryCacheSize when
+	// InMemory). Pebble also reserves the memtables'
 	// memory in the block cache, so the cache is created larger by
 	// memTablesCharged memtables; CacheSize is what remains for blocks.
 	CacheSize int64
@@ -117,6 +118,15 @@ type Options struct {
 // with no usable cache, 97.9-98.1 MB with 2 MiB, 99.9-100.5 with 4 MiB and
 // 101.5-102.1 with 8-16 MiB, against a target of 100 MB.
 const DefaultCacheSize = 2 << 20
+
+// DefaultInMemoryCacheSize is the block cache of an InMemory store when
+// Options.CacheSize is zero: 64 MiB. Its sstables are already in memory, but
+// compressed: without a cache of decompressed blocks every read copies and
+// decompresses a block (measured: a page of 10 documents by partition key
+// cost 204 us of server CPU under load with 2 MiB, 158 us with 48 MiB, a point
+// read 55 and 45 us). The cache fills only with blocks read, so a small store
+// does not pay for it.
+const DefaultInMemoryCacheSize = 64 << 20
 
 // DefaultMemTableSize is the size of each memtable: 32 MiB. Pebble's 4 MiB
 // default flushes so often under a purge (about nine tombstones per expired
@@ -301,8 +311,11 @@ func (s *Store) pebbleOptions(opts Options, fs vfs.FS, memTable int64, readOnly 
 	}
 	po.MemTableSize = uint64(memTable)
 	blocks := int64(DefaultCacheSize)
-	if opts.CacheSize > 0 {
+	switch {
+	case opts.CacheSize > 0:
 		blocks = opts.CacheSize
+	case opts.InMemory:
+		blocks = DefaultInMemoryCacheSize
 	}
 	po.CacheSize = blocks + memTablesCharged*memTable
 	for i := range po.Levels {
