@@ -63,7 +63,7 @@ func resourceFromPath(escapedPath string) (resourceType, resourceLink string, er
 // pathSegments splits an escaped request path on "/", drops empty segments and
 // percent-decodes each one (so an id may contain an encoded "/").
 func pathSegments(escapedPath string) ([]string, error) {
-	var segs []string
+	segs := make([]string, 0, strings.Count(escapedPath, "/")+1)
 	for s := range strings.SplitSeq(escapedPath, "/") {
 		if s == "" {
 			continue

@@ -124,19 +124,26 @@ var (
 func setHeader(h http.Header, canonical, value string) { h[canonical] = []string{value} }
 
 func (rq *request) setCommonHeaders(h http.Header) {
-	setHeader(h, "X-Ms-Activity-Id", rq.activity)
-	setHeader(h, "X-Ms-Request-Charge", strconv.FormatFloat(rq.charge, 'f', -1, 64))
+	// The values share one backing array: one allocation, not one a header.
+	vals := make([]string, 0, 5)
+	set := func(canonical, value string) {
+		vals = append(vals, value)
+		n := len(vals)
+		h[canonical] = vals[n-1 : n : n]
+	}
+	set("X-Ms-Activity-Id", rq.activity)
+	set("X-Ms-Request-Charge", strconv.FormatFloat(rq.charge, 'f', -1, 64))
 	h["X-Ms-Serviceversion"] = serviceVersionValue
 	h["X-Ms-Gateway-Version"] = gatewayVersionValue
 	h["X-Ms-Schemaversion"] = schemaVersionValue
 	if rq.session != "" {
-		setHeader(h, "X-Ms-Session-Token", rq.session)
+		set("X-Ms-Session-Token", rq.session)
 	}
 	if rq.altPath != "" {
-		setHeader(h, "X-Ms-Alt-Content-Path", rq.altPath)
+		set("X-Ms-Alt-Content-Path", rq.altPath)
 	}
 	if rq.ridPath != "" {
-		setHeader(h, "X-Ms-Content-Path", rq.ridPath)
+		set("X-Ms-Content-Path", rq.ridPath)
 	}
 }
 
