@@ -159,6 +159,9 @@ func (e *Engine) takeLease(ctx context.Context) (*lease, error) {
 		// left: this one's writes start above it.
 		e.raiseSecond(e.opts.Now().Add(maxClockError).Unix())
 	}
+	// The first fold takes every container: a gateway that stopped without
+	// folding (killed, or its last fold failed) may have left delta rows.
+	l.markAllUnfolded(ctx)
 	go l.run()
 	return l, nil
 }
@@ -249,6 +252,19 @@ func (l *lease) markUnfolded(coll [8]byte) {
 		l.unfolded.colls = map[[8]byte]struct{}{}
 	}
 	l.unfolded.colls[coll] = struct{}{}
+}
+
+// markAllUnfolded marks every container for the next fold. A container
+// created meanwhile is marked by its first write.
+func (l *lease) markAllUnfolded(ctx context.Context) {
+	colls, err := allContainers(ctx, l.e.guard)
+	if err != nil {
+		l.e.log.Warn("list the containers to fold their tallies", "err", err)
+		return
+	}
+	for _, c := range colls {
+		l.markUnfolded(c.rid())
+	}
 }
 
 // takeUnfolded returns the containers to fold and forgets them.

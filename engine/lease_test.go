@@ -238,21 +238,7 @@ func TestTallyDeltasFold(t *testing.T) {
 		}
 	}
 	rid := a.mustRID("c")
-	rows := func(pfx byte) (n int) {
-		p := collKey(pfx, rid)
-		err := store.View(ctx, func(r kv.Reader) error {
-			it := r.Scan(p, kv.PrefixEnd(p), false)
-			defer it.Close()
-			for it.Next() {
-				n++
-			}
-			return it.Close()
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	rows := func(pfx byte) int { return countKeys(t, store, collKey(pfx, rid)) }
 	if n := rows(pfxUsage); n != 8 {
 		t.Fatalf("%d usage rows before the fold, want one per write (8)", n)
 	}
@@ -295,4 +281,57 @@ func TestTallyDeltasFold(t *testing.T) {
 	}
 	backlog("after the fold")
 	check("after the fold", 0)
+}
+
+// TestFoldAfterRestart: delta rows left by a gateway that stopped without
+// folding them are folded by the next gateway to register, whether or not it
+// writes to their container.
+func TestFoldAfterRestart(t *testing.T) {
+	store := sharedStore{newMemStore(t)}
+	a := openTestEngine(t, store, Options{DisableBackground: true})
+	a.mustDB("db")
+	a.mustContainer("c", "")
+	for i := range 5 {
+		id := fmt.Sprintf("d%d", i)
+		if _, err := a.CreateDocument(ctx, ref("c", id, "p"), []byte(`{"id":"`+id+`","pk":"p"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rid := a.mustRID("c")
+	a.Close() // no fold: its renewals never ran
+	usageRows := func() int { return countKeys(t, store, collKey(pfxUsage, rid)) }
+	if n := usageRows(); n != 5 {
+		t.Fatalf("%d usage rows left, want one per create (5)", n)
+	}
+	b, err := Open(ctx, Options{Store: store, Now: a.clock.Now, DisableBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.foldTallies(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := usageRows(); n != 1 {
+		t.Fatalf("%d usage rows after the next gateway's first fold, want 1", n)
+	}
+	if u, err := b.ContainerUsage(ctx, "db", "c"); err != nil || u.Documents != 5 {
+		t.Fatalf("usage %+v, %v; want 5 documents", u, err)
+	}
+}
+
+// countKeys counts the keys of store under prefix.
+func countKeys(t *testing.T, store kv.Store, prefix []byte) (n int) {
+	t.Helper()
+	err := store.View(ctx, func(r kv.Reader) error {
+		it := r.Scan(prefix, kv.PrefixEnd(prefix), false)
+		defer it.Close()
+		for it.Next() {
+			n++
+		}
+		return it.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
