@@ -148,6 +148,7 @@ func benchCreates(b *testing.B, e *Engine, par int) {
 	pad := strings.Repeat("x", 900)
 	var next atomic.Int64
 	b.SetParallelism(par)
+	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
