@@ -223,9 +223,11 @@ type rangeCursor struct {
 	ok   bool
 }
 
-func (s *scope) indexSource(r kv.Reader, plan *indexPlan, filter *docFilter) (*indexSource, error) {
+// indexSource returns the source of plan's documents in scope; it reads
+// nothing until the first Next or seek.
+func (s *scope) indexSource(r kv.Reader, plan *indexPlan, filter *docFilter) *indexSource {
 	stream := plan.spec.kind == filterEq || plan.spec.kind == filterIn
-	return &indexSource{s: s, r: r, ranges: plan.ranges, filter: filter, stream: stream}, nil
+	return &indexSource{s: s, r: r, ranges: plan.ranges, filter: filter, stream: stream}
 }
 
 // gather reads every candidate of a non-streamed plan, sorted by sequence

@@ -164,10 +164,7 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 		if err != nil {
 			return err
 		}
-		src, plan, err := s.querySource(r, q, opts.Params, filter)
-		if err != nil {
-			return err
-		}
+		src, plan := s.querySource(r, q, opts.Params, filter)
 		defer src.close()
 		if tok.Cursor != nil {
 			if seq, ok := q.ResumeSeq(tok.Cursor); ok {
@@ -224,14 +221,14 @@ func (s *scope) pkScope(pk lethe.PartitionKey, allowPrefix bool) ([]byte, error)
 // querySource picks how a query reads the container: an index plan when the
 // index is usable and a WHERE conjunct can use it, else a scan in insertion
 // order. Partition scoping (a full key or a hierarchical prefix) applies either way.
-func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, filter *docFilter) (querySource, sourcePlan, error) {
+func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, filter *docFilter) (querySource, sourcePlan) {
 	if s.c.indexUsable() {
 		h := q.Hints(params)
 		filters := filtersFromHints(h)
 		plan, usable := s.planIndex(filters)
 		// An equality or IN lookup is usually narrower than reading in order.
 		if usable && plan.spec.kind <= filterIn {
-			src, err := s.indexSource(r, plan, filter)
+			src := s.indexSource(r, plan, filter)
 			sp := sourcePlan{path: plan.spec.path}
 			// A WHERE that is this one lookup, over values the index holds
 			// exactly, holds for every document it yields: SELECT * then
@@ -239,19 +236,18 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 			if h.Conjuncts == 1 && len(h.Where) == 1 && exactLookup(plan.spec) && q.ReadsOnlyRaw() {
 				sp.whereHolds, src.rawOnly = true, true
 			}
-			return src, sp, err
+			return src, sp
 		}
 		if op, ok := s.planOrdered(r, h, filters); ok {
-			return s.orderedSource(r, op, filter), sourcePlan{path: op.path, sorted: true}, nil
+			return s.orderedSource(r, op, filter), sourcePlan{path: op.path, sorted: true}
 		}
 		if usable {
-			src, err := s.indexSource(r, plan, filter)
-			return src, sourcePlan{path: plan.spec.path}, err
+			return s.indexSource(r, plan, filter), sourcePlan{path: plan.spec.path}
 		}
 	}
 	src := &docSource{s: s, r: r, filter: filter}
 	src.seek(0)
-	return src, sourcePlan{}, nil
+	return src, sourcePlan{}
 }
 
 // sourcePlan says how a query reads its container: the indexed path it uses

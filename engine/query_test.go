@@ -290,10 +290,7 @@ func TestExactLookupsSkipWhere(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			src, plan, err := s.querySource(r, q, params, nil)
-			if err != nil {
-				return err
-			}
+			src, plan := s.querySource(r, q, params, nil)
 			defer src.close()
 			x, isIndex := src.(*indexSource)
 			if got := isIndex && x.rawOnly; got != c.rawOnly || plan.whereHolds != c.rawOnly {
