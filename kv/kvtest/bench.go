@@ -3,6 +3,7 @@ package kvtest
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lethe-db/lethe/kv"
@@ -56,4 +57,38 @@ func BenchScan(b *testing.B, s kv.Store, n, span int) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchPuts measures transactions that each put one new key with BenchValue,
+// one after another, run by update: a store's Update or UpdateNoSync.
+func BenchPuts(b *testing.B, update func(context.Context, func(kv.Tx) error) error) {
+	b.Helper()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := update(ctx, func(tx kv.Tx) error { return tx.Put(BenchKey(i), BenchValue) }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchParallelPuts measures Updates that each put one new key with
+// BenchValue, from parallelism × GOMAXPROCS goroutines at once: what the
+// store's commits share (group commit) shows here.
+func BenchParallelPuts(b *testing.B, s kv.Store, parallelism int) {
+	b.Helper()
+	ctx := context.Background()
+	var next atomic.Int64
+	b.SetParallelism(parallelism)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			key := BenchKey(int(next.Add(1)))
+			if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put(key, BenchValue) }); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

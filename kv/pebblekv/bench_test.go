@@ -94,33 +94,14 @@ func BenchmarkGet(b *testing.B) {
 func BenchmarkPut(b *testing.B) {
 	b.Run("serial", func(b *testing.B) {
 		s, syncs := openBench(b)
-		ctx := context.Background()
 		start := syncs.Load()
-		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put(kvtest.BenchKey(i), kvtest.BenchValue) }); err != nil {
-				b.Fatal(err)
-			}
-		}
+		kvtest.BenchPuts(b, s.Update)
 		b.ReportMetric(float64(syncs.Load()-start)/float64(b.N), "fsyncs/op")
 	})
 	b.Run("parallel", func(b *testing.B) {
 		s, syncs := openBench(b)
-		ctx := context.Background()
-		var next atomic.Int64
-		b.SetParallelism(8) // 8 × GOMAXPROCS writers
-		b.ReportAllocs()
-		b.ResetTimer()
 		start := syncs.Load()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				key := kvtest.BenchKey(int(next.Add(1)))
-				if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put(key, kvtest.BenchValue) }); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
+		kvtest.BenchParallelPuts(b, s, 8) // 8 × GOMAXPROCS writers
 		b.ReportMetric(float64(syncs.Load()-start)/float64(b.N), "fsyncs/op")
 	})
 }
@@ -133,13 +114,7 @@ func BenchmarkPutInMemory(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	ctx := context.Background()
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put(kvtest.BenchKey(i), kvtest.BenchValue) }); err != nil {
-			b.Fatal(err)
-		}
-	}
+	kvtest.BenchPuts(b, s.Update)
 }
 
 // BenchmarkScan100 measures a View that iterates over 100 consecutive keys.

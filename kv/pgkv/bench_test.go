@@ -2,7 +2,6 @@ package pgkv
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
 	"github.com/lethe-db/lethe/kv"
@@ -43,43 +42,10 @@ func BenchmarkGet(b *testing.B) {
 // from many goroutines at once (PostgreSQL's group commit shares WAL
 // flushes), and UpdateNoSync from one writer.
 func BenchmarkPut(b *testing.B) {
-	b.Run("serial", func(b *testing.B) {
-		s := openBench(b)
-		ctx := context.Background()
-		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put(kvtest.BenchKey(i), kvtest.BenchValue) }); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("parallel", func(b *testing.B) {
-		s := openBench(b)
-		ctx := context.Background()
-		var next atomic.Int64
-		b.SetParallelism(4) // 4 × GOMAXPROCS writers, 8 connections
-		b.ReportAllocs()
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				key := kvtest.BenchKey(int(next.Add(1)))
-				if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put(key, kvtest.BenchValue) }); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	})
-	b.Run("nosync", func(b *testing.B) {
-		s := openBench(b)
-		ctx := context.Background()
-		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			if err := s.UpdateNoSync(ctx, func(tx kv.Tx) error { return tx.Put(kvtest.BenchKey(i), kvtest.BenchValue) }); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	b.Run("serial", func(b *testing.B) { kvtest.BenchPuts(b, openBench(b).Update) })
+	// 4 × GOMAXPROCS writers, 8 connections
+	b.Run("parallel", func(b *testing.B) { kvtest.BenchParallelPuts(b, openBench(b), 4) })
+	b.Run("nosync", func(b *testing.B) { kvtest.BenchPuts(b, openBench(b).UpdateNoSync) })
 }
 
 // benchScan measures a View that iterates over span consecutive keys of
