@@ -13,13 +13,78 @@ import (
 	"github.com/lethe-db/lethe/ru"
 )
 
-// querySpec is a query request body: {"query": "...", "parameters": [{"name": "@p", "value": ...}]}.
-type querySpec struct {
-	Query      string `json:"query"`
-	Parameters []struct {
-		Name  string          `json:"name"`
-		Value json.RawMessage `json:"value"`
-	} `json:"parameters"`
+// badQueryBody is the answer to a query request whose body is JSON but not
+// a query: {"query": "...", "parameters": [{"name": "@p", "value": ...}]}.
+func badQueryBody() error {
+	return lethe.Errorf(lethe.CodeBadRequest, "The query request body must be a JSON object with a non-empty 'query' string.")
+}
+
+// member returns the value of the object's member named like name, ignoring
+// case as Cosmos DB's gateway (a .NET JSON reader) and encoding/json do: the
+// last such member wins. Absent members report false.
+func member(o *jsonv.Object, name string) (jsonv.Value, bool) {
+	var v jsonv.Value
+	found := false
+	for i := range o.Len() {
+		if strings.EqualFold(o.Key(i), name) {
+			v, found = o.Val(i), true
+		}
+	}
+	return v, found
+}
+
+// parseQuerySpec decodes a query request body in one pass: its text and its
+// parameters by name (without the '@'). A parameter without a value is
+// undefined: it is absent from params, and references to it are undefined.
+func parseQuerySpec(body []byte) (text string, params map[string]jsonv.Value, err error) {
+	v, err := jsonv.Parse(body)
+	if err != nil {
+		return "", nil, engine.CheckJSON(body) // the same error CheckJSON gives any body
+	}
+	o, ok := v.(*jsonv.Object)
+	if !ok {
+		return "", nil, badQueryBody()
+	}
+	if q, ok := member(o, "query"); ok {
+		if text, ok = q.(string); !ok && q != nil {
+			return "", nil, badQueryBody()
+		}
+	}
+	if strings.TrimSpace(text) == "" {
+		return "", nil, badQueryBody()
+	}
+	ps, _ := member(o, "parameters")
+	list, ok := ps.([]jsonv.Value)
+	if !ok && ps != nil {
+		return "", nil, badQueryBody()
+	}
+	for _, pv := range list {
+		var name string
+		var val jsonv.Value
+		var hasVal bool
+		switch p := pv.(type) {
+		case *jsonv.Object:
+			n, _ := member(p, "name")
+			if name, ok = n.(string); !ok && n != nil {
+				return "", nil, badQueryBody()
+			}
+			val, hasVal = member(p, "value")
+		case nil:
+		default:
+			return "", nil, badQueryBody()
+		}
+		bare, ok := strings.CutPrefix(name, "@")
+		if !ok || bare == "" {
+			return "", nil, lethe.Errorf(lethe.CodeBadRequest, "The query parameter name '%s' is invalid: it must start with '@'.", truncateInput(name, 100))
+		}
+		if params == nil {
+			params = map[string]jsonv.Value{}
+		}
+		if hasVal {
+			params[bare] = val
+		}
+	}
+	return text, params, nil
 }
 
 // headerServeAll asks the server to evaluate a cross-partition query that
@@ -34,30 +99,8 @@ func (rq *request) queryOptions() (engine.QueryOptions, error) {
 	if err != nil {
 		return opts, err
 	}
-	if err := engine.CheckJSON(body); err != nil {
+	if opts.Text, opts.Params, err = parseQuerySpec(body); err != nil {
 		return opts, err
-	}
-	var q querySpec
-	if err := json.Unmarshal(body, &q); err != nil || strings.TrimSpace(q.Query) == "" {
-		return opts, lethe.Errorf(lethe.CodeBadRequest, "The query request body must be a JSON object with a non-empty 'query' string.")
-	}
-	opts.Text = q.Query
-	for _, p := range q.Parameters {
-		name, ok := strings.CutPrefix(p.Name, "@")
-		if !ok || name == "" {
-			return opts, lethe.Errorf(lethe.CodeBadRequest, "The query parameter name '%s' is invalid: it must start with '@'.", truncateInput(p.Name, 100))
-		}
-		if opts.Params == nil {
-			opts.Params = map[string]jsonv.Value{}
-		}
-		if len(p.Value) == 0 {
-			continue // an undefined value: references to it are undefined
-		}
-		v, err := jsonv.Parse(p.Value)
-		if err != nil {
-			return opts, lethe.Errorf(lethe.CodeBadRequest, "The value of query parameter '%s' is not valid JSON.", truncateInput(p.Name, 100))
-		}
-		opts.Params[name] = v
 	}
 	if opts.MaxItems, err = rq.maxItemCount(); err != nil {
 		return opts, err
