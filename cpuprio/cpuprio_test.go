@@ -107,23 +107,45 @@ func TestLowerCurrentGoroutine(t *testing.T) {
 	}
 }
 
-func TestExtraProcs(t *testing.T) {
+// waitProcs waits until GOMAXPROCS is want, or fails the test after a
+// generous deadline (the change comes from the Procs goroutine).
+func waitProcs(t *testing.T, want int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); runtime.GOMAXPROCS(0) != want; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("GOMAXPROCS is %d, want %d", runtime.GOMAXPROCS(0), want)
+		}
+	}
+}
+
+func TestProcs(t *testing.T) {
 	t.Setenv("GOMAXPROCS", "")
 	before := runtime.GOMAXPROCS(0)
-	restore := ExtraProcs(2)
-	if got := runtime.GOMAXPROCS(0); got != before+2 {
-		t.Errorf("GOMAXPROCS %d after ExtraProcs(2), want %d", got, before+2)
-	}
-	restore()
+	p := StartProcs(2)
+	p.SetJobs(1)
+	waitProcs(t, before+1)
+	p.SetJobs(2)
+	waitProcs(t, before+2)
+	p.SetJobs(1)
+	waitProcs(t, before+1) // after procsSettle
+	p.SetJobs(5)           // more jobs than extra Ps allowed
+	waitProcs(t, before+2)
+	p.SetJobs(0)
+	waitProcs(t, before)
+	p.SetJobs(1)
+	waitProcs(t, before+1)
+	p.Close() // restores GOMAXPROCS
 	if got := runtime.GOMAXPROCS(0); got != before {
-		t.Errorf("GOMAXPROCS %d after restore, want %d", got, before)
+		t.Errorf("GOMAXPROCS %d after Close, want %d", got, before)
 	}
+	p.Close()
 
 	// A GOMAXPROCS the operator chose is left alone.
 	t.Setenv("GOMAXPROCS", strconv.Itoa(before))
-	restore = ExtraProcs(2)
-	if got := runtime.GOMAXPROCS(0); got != before {
-		t.Errorf("GOMAXPROCS %d with the variable set, want it left at %d", got, before)
+	p = StartProcs(2)
+	p.SetJobs(2)
+	p.Close()
+	if got, changes := runtime.GOMAXPROCS(0), p.changes.Load(); got != before || changes != 0 {
+		t.Errorf("GOMAXPROCS %d after %d changes with the variable set, want it left at %d", got, changes, before)
 	}
-	restore()
 }

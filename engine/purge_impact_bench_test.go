@@ -115,7 +115,9 @@ func openServerStore(b *testing.B) (*pebblekv.Store, *activity.Tracker) {
 	if os.Getenv("LETHE_BENCH_PACE_COMPACTIONS") == "0" {
 		opts.Foreground = nil
 	} else {
-		b.Cleanup(cpuprio.ExtraProcs(pebblekv.BackgroundJobs))
+		procs := cpuprio.StartProcs(pebblekv.BackgroundJobs)
+		b.Cleanup(procs.Close)
+		opts.Jobs = procs.SetJobs
 	}
 	store, err := pebblekv.Open(opts)
 	if err != nil {

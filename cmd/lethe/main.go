@@ -435,11 +435,12 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	// One record of user activity, so that the purge and the store's
 	// compactions both step aside while requests are being served. The
 	// store's flushes and compactions run at background CPU priority, each
-	// holding a P while the kernel makes it wait: Go gets a P for each, so
-	// that requests keep one per core.
+	// holding a P while the kernel makes it wait: Go gets a P for each while
+	// it runs, so that requests keep one per core.
 	users := &activity.Tracker{}
-	defer cpuprio.ExtraProcs(pebblekv.BackgroundJobs)()
-	store, embedded, err := openBackend(ctx, c, log, users)
+	procs := cpuprio.StartProcs(pebblekv.BackgroundJobs)
+	defer procs.Close()
+	store, embedded, err := openBackend(ctx, c, log, users, procs)
 	if err != nil {
 		return err
 	}
@@ -632,7 +633,7 @@ func dataDirLabel(c *config) string {
 // openBackend opens the store --store names: PostgreSQL, or the embedded
 // store, which it also returns as embedded for what only it reports (its
 // disk, its compactions); embedded is nil on PostgreSQL.
-func openBackend(ctx context.Context, c *config, log *slog.Logger, users *activity.Tracker) (store kv.Store, embedded *pebblekv.Store, err error) {
+func openBackend(ctx context.Context, c *config, log *slog.Logger, users *activity.Tracker, procs *cpuprio.Procs) (store kv.Store, embedded *pebblekv.Store, err error) {
 	if c.storeURL != "" {
 		pg, err := pgkv.Open(ctx, pgkv.Options{DSN: c.storeURL})
 		if err != nil {
@@ -640,7 +641,7 @@ func openBackend(ctx context.Context, c *config, log *slog.Logger, users *activi
 		}
 		return pg, nil, nil
 	}
-	embedded, err = openStore(ctx, pebblekv.Options{Dir: c.dataDir, InMemory: c.inMemory, Logger: log, Foreground: users.Active,
+	embedded, err = openStore(ctx, pebblekv.Options{Dir: c.dataDir, InMemory: c.inMemory, Logger: log, Foreground: users.Active, Jobs: procs.SetJobs,
 		Reserve: c.diskReserveBytes, SlowDiskThreshold: c.slowDiskThreshold})
 	if err != nil {
 		return nil, nil, err

@@ -21,8 +21,8 @@ import (
 // So each flush and compaction goroutine runs on its own OS thread at the
 // lowest CPU priority (package cpuprio), from its first output file on: the
 // kernel then runs it only on CPU that requests leave idle, and preempts it
-// the moment a request's thread wakes. Lethe gives Go BackgroundJobs extra Ps
-// for these threads (cpuprio.ExtraProcs), so that requests keep one P per
+// the moment a request's thread wakes. Lethe gives Go an extra P for each of
+// these jobs while it runs (Options.Jobs, cpuprio.Procs), so that requests keep one P per
 // core. Where priorities are unavailable (not Linux, or not permitted), a
 // compaction instead rests before each output write, while the foreground is
 // active, compactionRestFactor times as long as it computed since its
@@ -65,7 +65,7 @@ const DefaultBackgroundWriteRate = 16 << 20
 
 // BackgroundJobs is how many flushes and compactions may run at once: one
 // of each, Pebble's default concurrency. It is the number of extra Ps a
-// process gives Go (cpuprio.ExtraProcs) for their lowered threads.
+// process gives Go (cpuprio.Procs) for their lowered threads.
 const BackgroundJobs = 2
 
 // The disk-write categories Pebble gives the output files of compactions and

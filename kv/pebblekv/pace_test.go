@@ -98,11 +98,12 @@ func flushAndCompact(t *testing.T, s *Store) {
 
 // TestBackgroundJobsRunning checks that BackgroundJobsRunning counts a flush
 // or compaction while it runs, observed from inside the job (where it creates
-// an output file), and nothing once they are done.
+// an output file), and nothing once they are done; and that Options.Jobs hears
+// every change of the count.
 func TestBackgroundJobsRunning(t *testing.T) {
 	var self atomic.Pointer[Store]
 	var mu sync.Mutex
-	var inside []int
+	var inside, told []int
 	lowerGoroutine = func() bool {
 		if st := self.Load(); st != nil {
 			mu.Lock()
@@ -112,7 +113,12 @@ func TestBackgroundJobsRunning(t *testing.T) {
 		return false
 	}
 	t.Cleanup(func() { lowerGoroutine = cpuprio.LowerCurrentGoroutine })
-	s, err := Open(Options{InMemory: true, Foreground: func() bool { return false }})
+	jobs := func(n int) {
+		mu.Lock()
+		told = append(told, n)
+		mu.Unlock()
+	}
+	s, err := Open(Options{InMemory: true, Foreground: func() bool { return false }, Jobs: jobs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +141,15 @@ func TestBackgroundJobsRunning(t *testing.T) {
 	}
 	if n := s.BackgroundJobsRunning(); n != 0 {
 		t.Errorf("BackgroundJobsRunning = %d after waiting for the jobs to finish", n)
+	}
+	// Jobs heard each start and end: the counts step by one from 1 and end at 0.
+	if len(told) < 8 || told[0] != 1 || told[len(told)-1] != 0 {
+		t.Fatalf("Jobs was told %v, want at least four starts and ends, from 1 back to 0", told)
+	}
+	for i := 1; i < len(told); i++ {
+		if d := told[i] - told[i-1]; d != 1 && d != -1 {
+			t.Fatalf("Jobs was told %v: step %d to %d", told, told[i-1], told[i])
+		}
 	}
 }
 

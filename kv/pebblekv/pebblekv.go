@@ -68,9 +68,15 @@ type Options struct {
 	// run at the lowest CPU priority, or, where that is not possible,
 	// compactions rest between writes while Foreground reports true (see
 	// compactionRestFactor). A process that sets it should give Go
-	// BackgroundJobs extra Ps (cpuprio.ExtraProcs). Nil leaves background
+	// a P for each running job (Jobs, cpuprio.Procs). Nil leaves background
 	// work at normal priority, unpaced.
 	Foreground func() bool
+
+	// Jobs, if set, is told how many flushes and compactions run, each time
+	// the number changes (at most BackgroundJobs at once), so that a process
+	// can give Go a P for each while it runs (cpuprio.Procs). It is called
+	// from Pebble's goroutines and must not block.
+	Jobs func(running int)
 
 	// CacheSize is how many bytes of sstable blocks Pebble's block cache may
 	// hold. Zero means DefaultCacheSize (DefaultInMemoryCacheSize when
@@ -260,7 +266,7 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		s.pace = &pacer{foreground: opts.Foreground, writeRate: rate}
 		pfs = pacedFS{FS: pfs, p: s.pace}
 	}
-	s.jobs = &jobCounter{}
+	s.jobs = &jobCounter{notify: opts.Jobs}
 	memTable := int64(DefaultMemTableSize)
 	if s.space != nil {
 		memTable = memTableFor(s.space.total.Load())
@@ -638,12 +644,21 @@ func (s *Store) BackgroundJobsRunning() int { return int(s.jobs.running.Load()) 
 // event listener, which calls each Begin and its End exactly once. Pebble's
 // Metrics reports the same, but computes the whole LSM's figures under the
 // DB's mutex on every call, too much to sample every few milliseconds.
-type jobCounter struct{ running atomic.Int64 }
+type jobCounter struct {
+	running atomic.Int64
+	notify  func(running int) // Options.Jobs; nil if unset
+}
 
 // listener returns the Pebble event listener that keeps the count.
 func (j *jobCounter) listener() *pebble.EventListener {
-	begin := func() { j.running.Add(1) }
-	end := func() { j.running.Add(-1) }
+	add := func(d int64) {
+		n := j.running.Add(d)
+		if j.notify != nil {
+			j.notify(int(n))
+		}
+	}
+	begin := func() { add(1) }
+	end := func() { add(-1) }
 	return &pebble.EventListener{
 		CompactionBegin: func(pebble.CompactionInfo) { begin() },
 		CompactionEnd:   func(pebble.CompactionInfo) { end() },
