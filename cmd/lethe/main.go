@@ -208,9 +208,9 @@ type config struct {
 	purgeTargetAge, purgeMaxShare string
 	purge                         purgectl.Settings
 	// Storage limits and disk handling, as given and as parsed by validate.
-	maxStorage, diskReserve, slowDisk, shutdownTimeout string
-	maxStorageBytes, diskReserveBytes                  int64
-	slowDiskThreshold, shutdownWait                    time.Duration
+	maxStorage, diskReserve, slowDisk, shutdownTimeout, cacheSize string
+	maxStorageBytes, diskReserveBytes, cacheBytes                 int64
+	slowDiskThreshold, shutdownWait                               time.Duration
 	// The all-versions change feed's default retention, as given and parsed.
 	feedRetention     string
 	feedRetentionTime time.Duration
@@ -242,6 +242,7 @@ func parseServeFlags(args []string, help io.Writer) (*config, error) {
 	fs.StringVar(&c.purgeMaxShare, "purge-max-share", env("LETHE_PURGE_MAX_SHARE", strconv.FormatFloat(purgectl.DefaultMaxShare, 'g', -1, 64)), "the most of one core the purge takes while users are active, between 0.06 and 1 (LETHE_PURGE_MAX_SHARE)")
 	fs.StringVar(&c.maxStorage, "max-storage", env("LETHE_MAX_STORAGE", "0"), "storage quota on live documents, like 10GiB or 500MB: above it, writes that add documents are refused with Cosmos DB's 403 for an exhausted quota; expired documents do not count; 0 for none (LETHE_MAX_STORAGE)")
 	fs.StringVar(&c.diskReserve, "disk-reserve", env("LETHE_DISK_RESERVE", "auto"), "free space kept on the data directory's filesystem for deletes, the TTL purge and the store's own work: below half of it, writes that add data are refused; the other half is held in a ballast file released when the disk fills. auto: 5% of the filesystem, 16MiB to 1GiB; off: no guard (LETHE_DISK_RESERVE)")
+	fs.StringVar(&c.cacheSize, "cache-size", env("LETHE_CACHE_SIZE", "auto"), "memory for the embedded store's cache of decoded blocks, like 64MiB: more makes reads and queries of data beyond the newest writes cheaper, at that much more resident memory. auto: 2MiB on disk, 64MiB with --in-memory (LETHE_CACHE_SIZE)")
 	fs.StringVar(&c.slowDisk, "slow-disk-threshold", env("LETHE_SLOW_DISK_THRESHOLD", pebblekv.DefaultSlowDiskThreshold.String()), "a disk write or sync taking longer is logged and counted in lethe_disk_slow_operations_total (LETHE_SLOW_DISK_THRESHOLD)")
 	fs.StringVar(&c.shutdownTimeout, "shutdown-timeout", env("LETHE_SHUTDOWN_TIMEOUT", "30s"), "on SIGINT or SIGTERM, how long to finish in-flight requests and close the store before exiting regardless; a second signal exits at once (LETHE_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&c.feedRetention, "change-feed-retention", env("LETHE_CHANGE_FEED_RETENTION", "0"), "how long the all versions and deletes change feed keeps changes, in whole minutes (like 60m or 24h), for containers created without a changeFeedPolicy; 0: no log for them, as in Cosmos DB without the policy (LETHE_CHANGE_FEED_RETENTION)")
@@ -340,6 +341,13 @@ func (c *config) validate() error {
 			errs = append(errs, fmt.Errorf("--disk-reserve: %w, auto or off", err))
 		} else {
 			c.diskReserveBytes = n
+		}
+	}
+	if !strings.EqualFold(c.cacheSize, "auto") {
+		if n, err := parseSize(c.cacheSize); err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("--cache-size %q is not a positive size in bytes (like 64MiB) or auto", c.cacheSize))
+		} else {
+			c.cacheBytes = n
 		}
 	}
 	if d, err := time.ParseDuration(c.slowDisk); err != nil || d <= 0 {
@@ -642,7 +650,7 @@ func openBackend(ctx context.Context, c *config, log *slog.Logger, users *activi
 		return pg, nil, nil
 	}
 	embedded, err = openStore(ctx, pebblekv.Options{Dir: c.dataDir, InMemory: c.inMemory, Logger: log, Foreground: users.Active, Jobs: procs.SetJobs,
-		Reserve: c.diskReserveBytes, SlowDiskThreshold: c.slowDiskThreshold})
+		CacheSize: c.cacheBytes, Reserve: c.diskReserveBytes, SlowDiskThreshold: c.slowDiskThreshold})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -95,6 +95,7 @@ func TestMisuse(t *testing.T) {
 		{[]string{"serve", "now"}, []string{"lethe serve: unexpected arguments: now", "Run 'lethe serve -h' for usage."}},
 		{[]string{"serve", "--purge-target-age", "500ms", "--purge-max-share", "2"}, []string{`lethe serve: --purge-target-age "500ms" is not a duration over 1s`, `--purge-max-share "2" is not a share of a core between 0.06 and 1`, "Run 'lethe serve -h' for usage."}},
 		{[]string{"serve", "--max-storage", "10XB", "--disk-reserve", "lots", "--slow-disk-threshold", "0s", "--shutdown-timeout", "-1s"}, []string{`lethe serve: --max-storage: "10XB" is not a size in bytes`, `--disk-reserve: "lots" is not a size in bytes (like 512MiB or 10GB), auto or off`, `--slow-disk-threshold "0s" is not a positive duration`, `--shutdown-timeout "-1s" is not a positive duration`, "Run 'lethe serve -h' for usage."}},
+		{[]string{"serve", "--cache-size", "0"}, []string{`lethe serve: --cache-size "0" is not a positive size in bytes (like 64MiB) or auto`, "Run 'lethe serve -h' for usage."}},
 		{[]string{"bench", "--bogus"}, []string{"lethe bench: flag provided but not defined: -bogus", "Run 'lethe bench -h' for usage."}},
 		{[]string{"bench", "--workload", "scan"}, []string{`"scan"`, "Run 'lethe bench -h' for usage."}},
 	} {
@@ -170,18 +171,19 @@ func TestPurgeControlFlags(t *testing.T) {
 // flags or the environment (the flag wins); the disk reserve's auto and off.
 func TestStorageFlags(t *testing.T) {
 	c, err := parseServeFlags(nil, nil)
-	if err != nil || c.maxStorageBytes != 0 || c.diskReserveBytes != 0 || c.shutdownWait != 30*time.Second || c.slowDiskThreshold != 5*time.Second {
+	if err != nil || c.maxStorageBytes != 0 || c.diskReserveBytes != 0 || c.cacheBytes != 0 || c.shutdownWait != 30*time.Second || c.slowDiskThreshold != 5*time.Second {
 		t.Fatalf("defaults: %+v, %v", c, err)
 	}
 	t.Setenv("LETHE_MAX_STORAGE", "10GB")
 	t.Setenv("LETHE_DISK_RESERVE", "off")
+	t.Setenv("LETHE_CACHE_SIZE", "16MiB")
 	c, err = parseServeFlags(nil, nil)
-	if err != nil || c.maxStorageBytes != 10e9 || c.diskReserveBytes != -1 {
-		t.Fatalf("from the environment: %d, %d, %v", c.maxStorageBytes, c.diskReserveBytes, err)
+	if err != nil || c.maxStorageBytes != 10e9 || c.diskReserveBytes != -1 || c.cacheBytes != 16<<20 {
+		t.Fatalf("from the environment: %d, %d, %d, %v", c.maxStorageBytes, c.diskReserveBytes, c.cacheBytes, err)
 	}
-	c, err = parseServeFlags([]string{"--max-storage", "512MiB", "--disk-reserve", "64m", "--shutdown-timeout", "5s"}, nil)
-	if err != nil || c.maxStorageBytes != 512<<20 || c.diskReserveBytes != 64<<20 || c.shutdownWait != 5*time.Second {
-		t.Fatalf("flags over the environment: %d, %d, %v, %v", c.maxStorageBytes, c.diskReserveBytes, c.shutdownWait, err)
+	c, err = parseServeFlags([]string{"--max-storage", "512MiB", "--disk-reserve", "64m", "--shutdown-timeout", "5s", "--cache-size", "auto"}, nil)
+	if err != nil || c.maxStorageBytes != 512<<20 || c.diskReserveBytes != 64<<20 || c.shutdownWait != 5*time.Second || c.cacheBytes != 0 {
+		t.Fatalf("flags over the environment: %d, %d, %v, %d, %v", c.maxStorageBytes, c.diskReserveBytes, c.shutdownWait, c.cacheBytes, err)
 	}
 	for in, want := range map[string]int64{"0": 0, "1048576": 1 << 20, "1kb": 1000, "1 KiB": 1024, "2G": 2 << 30, "3TB": 3e12, "7b": 7} {
 		if got, err := parseSize(in); err != nil || got != want {
