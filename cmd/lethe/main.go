@@ -436,6 +436,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 			f.Close()
 		}()
 	}
+	raiseHeapFloor()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
