@@ -254,12 +254,17 @@ func parseRequestDate(s string) (time.Time, bool) {
 	if !strings.HasSuffix(s, " GMT") && !strings.HasSuffix(s, " UTC") {
 		return time.Time{}, false
 	}
-	t, err := time.Parse(time.RFC1123, s)
+	// Parsed without its zone, in UTC: time.Parse would give "GMT" a zone of
+	// its own, allocated on every request.
+	t, err := time.ParseInLocation(rfc1123NoZone, strings.TrimRight(s[:len(s)-3], " "), time.UTC)
 	if err != nil {
 		return time.Time{}, false
 	}
 	return t, true
 }
+
+// rfc1123NoZone is time.RFC1123 without its zone abbreviation.
+const rfc1123NoZone = "Mon, 02 Jan 2006 15:04:05"
 
 // malformedAuthError is the error for an Authorization header that cannot be
 // parsed. It does not echo the header, which carries a credential.

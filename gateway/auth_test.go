@@ -522,3 +522,64 @@ func FuzzCheckMasterKey(f *testing.F) {
 		}
 	})
 }
+
+// referenceRequestDate is parseRequestDate as it was, with time.Parse and the
+// zone: parseRequestDate must accept the same headers, as the same instants.
+func referenceRequestDate(s string) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	if !strings.HasSuffix(s, " GMT") && !strings.HasSuffix(s, " UTC") {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC1123, s)
+	return t, err == nil
+}
+
+var requestDateSeeds = []string{
+	"Thu, 26 Nov 2026 22:06:51 GMT",
+	"Thu, 26 Nov 2026 22:06:51 UTC",
+	"thu, 26 nov 2026 22:06:51 GMT",
+	"Fri, 26 Nov 2026 22:06:51 GMT", // a wrong weekday is not checked
+	" Thu, 26 Nov 2026 22:06:51 GMT ",
+	"Thu, 26 Nov 2026 22:06:51   GMT",
+	"Thu, 26 Nov 2026 2:06:51 GMT",
+	"Thu, 6 Nov 2026 22:06:51 GMT",
+	"Thu, 31 Nov 2026 22:06:51 GMT",
+	"Thu, 26 Nov 2026 24:06:51 GMT",
+	"Thu, 26 Nov 2026 22:60:51 GMT",
+	"Thu, 26 Nov 2026 22:06:51.123 GMT",
+	"Thu, 26 Nov 2026 22:06:51 PST",
+	"Thu, 26 Nov 2026 22:06:51 +0000",
+	"Thu, 26 Nov 2026 22:06:51GMT",
+	"Thursday, 26 Nov 2026 22:06:51 GMT",
+	"Thu, 26 Nov 26 22:06:51 GMT",
+	" GMT",
+	"GMT",
+	"",
+}
+
+func TestParseRequestDateAgreesWithTimeParse(t *testing.T) {
+	for _, s := range requestDateSeeds {
+		compareRequestDate(t, s)
+	}
+	if _, ok := parseRequestDate(requestDateSeeds[0]); !ok {
+		t.Fatalf("%q refused", requestDateSeeds[0])
+	}
+	if n := testing.AllocsPerRun(100, func() { parseRequestDate(requestDateSeeds[0]) }); n != 0 {
+		t.Errorf("parseRequestDate allocates %v times, want 0", n)
+	}
+}
+
+func FuzzParseRequestDate(f *testing.F) {
+	for _, s := range requestDateSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(compareRequestDate)
+}
+
+func compareRequestDate(t *testing.T, s string) {
+	got, ok := parseRequestDate(s)
+	want, wantOK := referenceRequestDate(s)
+	if ok != wantOK || ok && !got.Equal(want) {
+		t.Fatalf("parseRequestDate(%q) = %v, %v; time.Parse gives %v, %v", s, got, ok, want, wantOK)
+	}
+}

@@ -39,6 +39,35 @@ const pkHeaderMismatch = "Partition key provided either doesn't correspond to de
 // It returns a BadRequest *lethe.Error when the value does not parse, or parses but
 // is not an array of such components.
 func parsePartitionKeyHeader(s string) (lethe.PartitionKey, error) {
+	if v, ok := singleSimpleString(s); ok {
+		return lethe.PartitionKey{v}, nil
+	}
+	return parsePartitionKeyJSON(s)
+}
+
+// singleSimpleString reads the header every request of a container with one
+// partition key path sends, ["value"], without a JSON decoder, when the value
+// holds nothing that needs one: no quote, backslash or control character, and
+// valid UTF-8. Whatever it accepts, parsePartitionKeyJSON reads the same.
+func singleSimpleString(s string) (string, bool) {
+	if len(s) < 4 || s[:2] != `["` || s[len(s)-2:] != `"]` {
+		return "", false
+	}
+	v := s[2 : len(s)-2]
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	if !utf8.ValidString(v) {
+		return "", false
+	}
+	return v, true
+}
+
+// parsePartitionKeyJSON is parsePartitionKeyHeader for any header: JSON, or
+// the Go SDK's quoting.
+func parsePartitionKeyJSON(s string) (lethe.PartitionKey, error) {
 	var raws []json.RawMessage
 	// A JSON null would unmarshal into a nil slice without error: insist on "[".
 	isArray := strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), "[")

@@ -259,11 +259,52 @@ func TestParsePartitionKeyHeaderGoSDK(t *testing.T) {
 	}
 }
 
+// TestSingleSimpleString checks the header's fast path against the JSON
+// reader: it takes only what the reader reads as one string, the same way.
+func TestSingleSimpleString(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string
+		ok   bool
+	}{
+		{`["p1"]`, "p1", true},
+		{`["é 😀 a b"]`, "é 😀 a b", true},
+		{`[""]`, "", true},
+		{`["a\"b"]`, "", false},
+		{`["a\nb"]`, "", false},
+		{"[\"a\tb\"]", "", false},
+		{`["a","b"]`, "", false},
+		{`[ "p1" ]`, "", false},
+		{"[\"\xff\"]", "", false},
+		{`["p1"`, "", false},
+		{`[5]`, "", false},
+		{`"p1"`, "", false},
+	} {
+		v, ok := singleSimpleString(tc.in)
+		if ok != tc.ok || v != tc.want {
+			t.Errorf("singleSimpleString(%q) = %q, %v; want %q, %v", tc.in, v, ok, tc.want, tc.ok)
+		}
+		if !ok {
+			continue
+		}
+		want, err := parsePartitionKeyJSON(tc.in)
+		if err != nil || !want.Equal(lethe.PartitionKey{v}) {
+			t.Errorf("%q: the JSON reader gives %#v, %v; the fast path %q", tc.in, want, err, v)
+		}
+	}
+}
+
 func FuzzParsePartitionKeyHeader(f *testing.F) {
 	for _, s := range []string{`["p1"]`, `[5]`, `[{}]`, `[]`, `["\U0001f600",null]`, `["\a\v\x7f",true]`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		if v, ok := singleSimpleString(s); ok {
+			want, err := parsePartitionKeyJSON(s)
+			if err != nil || !want.Equal(lethe.PartitionKey{v}) {
+				t.Fatalf("singleSimpleString(%q) = %q; the JSON reader gives %#v, %v", s, v, want, err)
+			}
+		}
 		pk, err := parsePartitionKeyHeader(s)
 		if err != nil {
 			if !lethe.IsCode(err, lethe.CodeBadRequest) {
