@@ -16,10 +16,13 @@ import (
 // It works like a seqlock over every write the engine makes to those records.
 // A transaction that writes one raises writers before its commit, and after
 // Update returns it advances gen and lowers writers. A transaction records gen
-// before its snapshot is taken and checks writers and then gen again after;
-// if no writer was active and gen did not move, its snapshot holds exactly the
-// records of generation gen, and a record cached at that generation is the
-// one it would read. Records cached at an older generation are never used.
+// before it asks the store for its snapshot and checks writers and then gen
+// again after; if no writer was active and gen did not move, its snapshot
+// holds exactly the records of generation gen (the store's snapshot holds
+// every Update that returned before the request, so every record writer
+// counted in gen; one not yet finished shows in writers or moves gen), and a
+// record cached at that generation is the one it would read. Records cached
+// at an older generation are never used.
 //
 // This holds only when the store is [kv.Exclusive]: all writes come from this
 // process, through this wrapper, and transactions read one fixed state. For

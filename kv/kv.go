@@ -78,9 +78,10 @@ type Store interface {
 }
 
 // Exclusive is implemented by stores that can promise two things: no other
-// process writes their data, and every View and Update reads the single state
-// that was current when fn was called (a snapshot taken, or a writer lock held,
-// before fn runs). A caller may then keep state derived from the store in
+// process writes their data, and every View and Update reads one fixed state
+// holding every Update that returned before it was called (a snapshot taken,
+// or a writer lock held, before fn runs; a View may share a snapshot taken
+// earlier if nothing has committed since). A caller may then keep state derived from the store in
 // memory and validate it with its own counters of the writes it makes, instead
 // of reading it in every transaction. Stores shared between processes (a
 // network database behind several gateways) must not implement it or must

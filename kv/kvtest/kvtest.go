@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore func(t *testing.T) kv.Store) {
 		{"ErrorReturnedUnchanged", testErrorReturnedUnchanged},
 		{"PanicRollsBack", testPanicRollsBack},
 		{"ViewSnapshotIsolation", testViewSnapshotIsolation},
+		{"ViewSeesReturnedUpdates", testViewSeesReturnedUpdates},
 		{"UncommittedInvisible", testUncommittedInvisible},
 		{"SerializableCounter", testSerializableCounter},
 		{"ConsistentTransfers", testConsistentTransfers},
@@ -1101,5 +1102,76 @@ func testInsert(t *testing.T, s kv.Store) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// testViewSeesReturnedUpdates checks, while other goroutines run Views
+// without pause (so that a store which shares or caches snapshots between
+// Views is doing so), that a View begun after an Update returned sees it,
+// and that each reader's successive Views never go back in time.
+func testViewSeesReturnedUpdates(t *testing.T, s kv.Store) {
+	const updates = 100
+	key := []byte("n")
+	read := func(r kv.Reader) (int, error) {
+		v, err := r.Get(key)
+		if errors.Is(err, kv.ErrNotFound) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		return strconv.Atoi(string(v))
+	}
+	stop := make(chan struct{})
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			last := 0
+			for {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				var n int
+				err := s.View(context.Background(), func(r kv.Reader) (err error) {
+					n, err = read(r)
+					return err
+				})
+				if err == nil && n < last {
+					err = fmt.Errorf("a View read %d after an earlier one read %d", n, last)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				last = n
+			}
+		}()
+	}
+	for i := 1; i <= updates; i++ {
+		update(t, s, func(tx kv.Tx) error { return tx.Put(key, []byte(strconv.Itoa(i))) })
+		view(t, s, func(r kv.Reader) error {
+			n, err := read(r)
+			if err == nil && n != i {
+				err = fmt.Errorf("a View begun after update %d returned read %d", i, n)
+			}
+			return err
+		})
+		if t.Failed() {
+			break
+		}
+	}
+	close(stop)
+	for range 2 {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(waitTimeout):
+			t.Fatal("a reader did not stop")
+		}
 	}
 }

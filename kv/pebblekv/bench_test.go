@@ -88,6 +88,30 @@ func BenchmarkGet(b *testing.B) {
 	}
 }
 
+// BenchmarkParallelGet is BenchmarkGet from 8 goroutines per core at once,
+// each Get in a View of its own, as a server's point reads are.
+func BenchmarkParallelGet(b *testing.B) {
+	const n = 1000
+	s, _ := openBench(b)
+	kvtest.Fill(b, s, n)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	var next atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			key := kvtest.BenchKey(int(next.Add(1) % n))
+			if err := s.View(ctx, func(r kv.Reader) error {
+				_, err := r.Get(key)
+				return err
+			}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
 // BenchmarkPut measures durable single-key Updates, one writer at a time and
 // from many goroutines at once. fsyncs/op below 1 in the parallel case shows
 // concurrent commits sharing WAL syncs.

@@ -184,6 +184,12 @@ type Store struct {
 	bgErrors   atomic.Int64 // flushes and compactions that failed
 	refused    atomic.Int64 // Updates refused with kv.ErrNoSpace
 
+	// commits counts the Updates that committed (or tried to), and shared is
+	// the snapshot Views share while none has since (snapshot.go).
+	commits atomic.Uint64
+	snapMu  sync.Mutex // taking and publishing a new shared snapshot
+	shared  atomic.Pointer[sharedSnap]
+
 	// writeSem is the writer lock, a one-slot semaphore rather than a
 	// sync.Mutex so that a writer waiting for its turn can give up when its
 	// context is cancelled.
@@ -394,6 +400,7 @@ func (s *Store) reopenWritable() error {
 		return errClosed
 	}
 	s.inflight.Wait() // enter blocks meanwhile, on closeMu
+	s.unshareSnapshot()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close read-only: %w", err)
 	}
@@ -451,8 +458,10 @@ func (s *Store) enter() error {
 	return nil
 }
 
-// View runs fn against a consistent point-in-time snapshot of the store. fn's
-// error is returned unchanged; a panic in fn releases the snapshot and
+// View runs fn against a consistent point-in-time snapshot of the store,
+// holding every Update that returned before View was called; Views that run
+// while nothing commits share one snapshot (snapshot.go). fn's error is
+// returned unchanged; a panic in fn releases the snapshot and
 // propagates. The [kv.Reader] passed to fn may be used from several goroutines
 // at once, but not after fn returns; iterators fn leaves open are closed.
 func (s *Store) View(ctx context.Context, fn func(kv.Reader) error) error {
@@ -463,15 +472,19 @@ func (s *Store) View(ctx context.Context, fn func(kv.Reader) error) error {
 		return err
 	}
 	defer s.inflight.Done()
-	snap := s.db.NewSnapshot()
-	r := &reader{state: txState{src: snap, readErrors: &s.readErrors}}
-	defer r.state.finish(snap.Close)
+	sh := s.acquireSnapshot()
+	r := &reader{state: txState{src: sh.snap, readErrors: &s.readErrors}}
+	defer r.state.finish(func() error {
+		sh.unref()
+		return nil
+	})
 	return fn(r)
 }
 
 // Exclusive implements [kv.Exclusive]: the store is open in this process only
-// (Pebble locks its directory), View reads a snapshot taken before fn runs,
-// and Update runs fn under the writer lock, so nothing commits meanwhile.
+// (Pebble locks its directory), View reads a snapshot taken before fn runs
+// that holds every Update that returned before View was called, and Update
+// runs fn under the writer lock, so nothing commits meanwhile.
 func (s *Store) Exclusive() bool { return true }
 
 // Update runs fn in a serializable read-write transaction and commits it if fn
@@ -557,8 +570,12 @@ func (s *Store) runUpdate(ctx context.Context, fn func(kv.Tx) error) (wrote bool
 		return false, nil
 	}
 	// NoSync: the commit is applied and visible to the next writer now; the
-	// caller waits for durability after releasing the lock.
-	if err := t.batch.Commit(pebble.NoSync); err != nil {
+	// caller waits for durability after releasing the lock. Counted even if
+	// it fails: a View then takes a fresh snapshot, which is always right.
+	err = t.batch.Commit(pebble.NoSync)
+	s.commits.Add(1)
+	s.unshareSnapshot()
+	if err != nil {
 		return false, fmt.Errorf("pebblekv: commit %s: %w", s.desc, err)
 	}
 	return true, nil
@@ -579,6 +596,7 @@ func (s *Store) Close() error {
 
 	s.inflight.Wait()
 	s.stopReopen()
+	s.unshareSnapshot()
 	err := s.db.Close()
 	s.stopWatchers()
 	if err != nil {
