@@ -49,8 +49,9 @@ func LowerCurrentGoroutine() bool {
 // more Ps than cores, idle Ps spin looking for work and more threads compete
 // for the cores (measured on 2 cores with GOMAXPROCS 4 against 2: 52 against
 // 41 us of server CPU per point read). So GOMAXPROCS follows the number of
-// running jobs (SetJobs): raised at once when a job starts, lowered when none
-// has started for procsSettle, since each change briefly stops the world.
+// running jobs (SetJobs): raised at once when a job starts, lowered once the
+// count has stayed lower for procsSettle, since each change briefly stops the
+// world.
 //
 // A Procs owns one goroutine, which Close stops; Close restores GOMAXPROCS.
 type Procs struct {
