@@ -73,9 +73,9 @@ type Options struct {
 	Foreground func() bool
 
 	// Jobs, if set, is told how many flushes and compactions run, each time
-	// the number changes (at most BackgroundJobs at once), so that a process
-	// can give Go a P for each while it runs (cpuprio.Procs). It is called
-	// from Pebble's goroutines and must not block.
+	// the number changes, so that a process can give Go a P for each while it
+	// runs (cpuprio.Procs, up to BackgroundJobs). It is called from Pebble's
+	// goroutines and must not block.
 	Jobs func(running int)
 
 	// CacheSize is how many bytes of sstable blocks Pebble's block cache may
