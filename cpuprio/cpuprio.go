@@ -55,24 +55,24 @@ func LowerCurrentGoroutine() bool {
 //
 // A Procs owns one goroutine, which Close stops; Close restores GOMAXPROCS.
 type Procs struct {
-	base, max int
-	jobs      atomic.Int64
-	wake      chan struct{}
-	stop      chan struct{}
-	done      chan struct{}
-	changes   atomic.Int64 // GOMAXPROCS changes made, for tests
+	base, most int // GOMAXPROCS at start; the most extra Ps given
+	jobs       atomic.Int64
+	wake       chan struct{}
+	stop       chan struct{}
+	done       chan struct{}
+	changes    atomic.Int64 // GOMAXPROCS changes made, for tests
 }
 
 // procsSettle is how long the number of running jobs must stay lower before
 // GOMAXPROCS follows it down: a compaction often starts as another ends.
 const procsSettle = 50 * time.Millisecond
 
-// StartProcs returns a Procs that gives Go up to max extra Ps, one per
+// StartProcs returns a Procs that gives Go up to most extra Ps, one per
 // running job. When the GOMAXPROCS environment variable fixes the count, or
-// max is not positive, it changes nothing (SetJobs only counts).
-func StartProcs(max int) *Procs {
-	p := &Procs{base: runtime.GOMAXPROCS(0), max: max, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	if os.Getenv("GOMAXPROCS") != "" || max <= 0 {
+// most is not positive, it changes nothing (SetJobs only counts).
+func StartProcs(most int) *Procs {
+	p := &Procs{base: runtime.GOMAXPROCS(0), most: most, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if os.Getenv("GOMAXPROCS") != "" || most <= 0 {
 		close(p.done)
 		return p
 	}
@@ -137,5 +137,5 @@ func (p *Procs) run() {
 
 // want is the number of extra Ps the running jobs call for.
 func (p *Procs) want() int {
-	return int(min(max(p.jobs.Load(), 0), int64(p.max)))
+	return int(min(max(p.jobs.Load(), 0), int64(p.most)))
 }
