@@ -31,8 +31,9 @@ func (ex *executor) run(in input, o runOpts) ([]outRow, bool, error) {
 	}
 }
 
-// runStream returns rows in input order, stopping once it has want rows and
-// knows whether another follows.
+// runStream returns rows in input order, stopping once it has want rows: it
+// does not read on to see whether another follows, since a full page of a
+// streaming query promises more anyway (see Execute).
 func (ex *executor) runStream(in input, o runOpts) (rows []outRow, more bool, err error) {
 	afterSeq, afterOrd, hasAfter := uint64(0), uint64(0), o.after != nil
 	if hasAfter {
@@ -51,10 +52,6 @@ func (ex *executor) runStream(in input, o runOpts) (rows []outRow, more bool, er
 			skip--
 			return true, nil
 		}
-		if len(rows) == o.want {
-			more = true
-			return false, nil
-		}
 		r := outRow{val: v, seq: ex.seq, ord: ex.rowOrd}
 		if ex.raw != nil {
 			if raw := ex.raw(); raw != nil {
@@ -62,9 +59,9 @@ func (ex *executor) runStream(in input, o runOpts) (rows []outRow, more bool, er
 			}
 		}
 		rows = append(rows, r)
-		return !o.final || len(rows) < o.want, nil
+		return len(rows) < o.want, nil
 	})
-	return rows, more, err
+	return rows, false, err
 }
 
 // runSorted keeps the rows with the smallest positions after o.after:
