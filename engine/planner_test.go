@@ -143,7 +143,7 @@ func TestIndexRangesCoverExactly(t *testing.T) {
 				t.Errorf("filter %+v not planned", f)
 				continue
 			}
-			src := s.indexSource(r, plan, nil)
+			src := s.indexSource(r, plan, nil, 0)
 			var got []uint64
 			for {
 				_, seq, ok, err := src.Next()
@@ -268,7 +268,7 @@ func TestIndexSourceReadsAPage(t *testing.T) {
 				}
 				return got
 			}
-			src := s.indexSource(r, plan, nil)
+			src := s.indexSource(r, plan, nil, 0)
 			page := drain(src, 10)
 			if len(page) != 10 {
 				t.Fatalf("%s: first page has %d documents", c.name, len(page))
@@ -278,7 +278,7 @@ func TestIndexSourceReadsAPage(t *testing.T) {
 				t.Errorf("%s: read %d index entries for a page of 10, want at most %d", c.name, src.scanned, limit)
 			}
 			src.close()
-			all := s.indexSource(r, plan, nil)
+			all := s.indexSource(r, plan, nil, 0)
 			every := drain(all, 1000)
 			if len(every) != c.matches {
 				t.Errorf("%s: %d documents, want %d", c.name, len(every), c.matches)
@@ -286,7 +286,7 @@ func TestIndexSourceReadsAPage(t *testing.T) {
 			if !slices.IsSorted(every) || len(slices.Compact(slices.Clone(every))) != len(every) {
 				t.Errorf("%s: not in strictly increasing sequence order: %v", c.name, every)
 			}
-			resumed := s.indexSource(r, plan, nil)
+			resumed := s.indexSource(r, plan, nil, 0)
 			resumed.seek(every[57])
 			if rest := drain(resumed, 1000); !slices.Equal(rest, every[57:]) {
 				t.Errorf("%s: resumed at %d: %v, want %v", c.name, every[57], rest, every[57:])

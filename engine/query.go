@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/fnv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/lethe-db/lethe"
@@ -156,47 +157,61 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 		if !e.opts.ServeAllCrossPartitionQueries && !opts.ServeAll && s.needsPlan(q, opts) {
 			return crossPartitionRefused(q, opts.Params)
 		}
-		tok, err := decodeQueryToken(opts.Continuation, s.c.RID, qh)
-		if err != nil {
-			return err
-		}
-		filter, ranges, err := s.filter(opts.PK, true, opts.Scope)
-		if err != nil {
-			return err
-		}
-		src, plan := s.querySource(r, q, opts.Params, filter)
-		defer src.close()
-		if tok.Cursor != nil {
-			if seq, ok := q.ResumeSeq(tok.Cursor); ok {
-				src.seek(seq)
-			}
-		}
-		page, err := q.Execute(src, query.ExecOptions{
-			Params: opts.Params, Now: precise, PageSize: pageSize(opts.MaxItems),
-			After: tok.Cursor, Emitted: tok.Emitted, WorkLimit: queryWorkLimit,
-			SortedByFirstKey: plan.sorted, Unordered: plan.sorted, WhereHolds: plan.whereHolds,
-		})
-		if err != nil {
-			return queryError(err)
-		}
-		work, err := src.work()
-		if err != nil {
-			return err
-		}
-		out = QueryPage{Rows: page.Rows, ContainerRID: s.c.RID, Examined: work.Documents, RangeIDs: ranges}
-		if opts.IndexMetrics {
-			out.IndexMetrics = indexMetrics(plan.path)
-		}
-		if page.More {
-			out.Continuation = encodeQueryToken(queryToken{RID: s.c.RID, Query: qh, Cursor: page.Last, Emitted: page.Emitted})
-		}
-		for _, row := range page.Rows {
-			work.BytesReturned += len(row)
-		}
-		out.Charge = work.Charge()
-		return nil
+		out, err = s.queryPage(r, q, qh, opts, precise, 0)
+		return err
 	})
 	return out, err
+}
+
+// queryPage runs one page of q in scope s at the instant precise. Its source
+// looks documents up lookAhead at a time; 0 means as many as a streamed page
+// reads: its rows, and on a resumed page the previous page's last row again.
+func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOptions, precise time.Time, lookAhead int) (QueryPage, error) {
+	tok, err := decodeQueryToken(opts.Continuation, s.c.RID, qh)
+	if err != nil {
+		return QueryPage{}, err
+	}
+	if lookAhead == 0 {
+		lookAhead = pageSize(opts.MaxItems)
+		if tok.Cursor != nil {
+			lookAhead++
+		}
+	}
+	filter, ranges, err := s.filter(opts.PK, true, opts.Scope)
+	if err != nil {
+		return QueryPage{}, err
+	}
+	src, plan := s.querySource(r, q, opts.Params, filter, lookAhead)
+	defer src.close()
+	if tok.Cursor != nil {
+		if seq, ok := q.ResumeSeq(tok.Cursor); ok {
+			src.seek(seq)
+		}
+	}
+	page, err := q.Execute(src, query.ExecOptions{
+		Params: opts.Params, Now: precise, PageSize: pageSize(opts.MaxItems),
+		After: tok.Cursor, Emitted: tok.Emitted, WorkLimit: queryWorkLimit,
+		SortedByFirstKey: plan.sorted, Unordered: plan.sorted, WhereHolds: plan.whereHolds,
+	})
+	if err != nil {
+		return QueryPage{}, queryError(err)
+	}
+	work, err := src.work()
+	if err != nil {
+		return QueryPage{}, err
+	}
+	out := QueryPage{Rows: page.Rows, ContainerRID: s.c.RID, Examined: work.Documents, RangeIDs: ranges}
+	if opts.IndexMetrics {
+		out.IndexMetrics = indexMetrics(plan.path)
+	}
+	if page.More {
+		out.Continuation = encodeQueryToken(queryToken{RID: s.c.RID, Query: qh, Cursor: page.Last, Emitted: page.Emitted})
+	}
+	for _, row := range page.Rows {
+		work.BytesReturned += len(row)
+	}
+	out.Charge = work.Charge()
+	return out, nil
 }
 
 // pkScope returns the key prefix of the documents a request's partition key
@@ -221,14 +236,14 @@ func (s *scope) pkScope(pk lethe.PartitionKey, allowPrefix bool) ([]byte, error)
 // querySource picks how a query reads the container: an index plan when the
 // index is usable and a WHERE conjunct can use it, else a scan in insertion
 // order. Partition scoping (a full key or a hierarchical prefix) applies either way.
-func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, filter *docFilter) (querySource, sourcePlan) {
+func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, filter *docFilter, lookAhead int) (querySource, sourcePlan) {
 	if s.c.indexUsable() {
 		h := q.Hints(params)
 		filters := filtersFromHints(h)
 		plan, usable := s.planIndex(filters)
 		// An equality or IN lookup is usually narrower than reading in order.
 		if usable && plan.spec.kind <= filterIn {
-			src := s.indexSource(r, plan, filter)
+			src := s.indexSource(r, plan, filter, lookAhead)
 			sp := sourcePlan{path: plan.spec.path}
 			// A WHERE that is this one lookup, over values the index holds
 			// exactly, holds for every document it yields: SELECT * then
@@ -242,7 +257,7 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 			return s.orderedSource(r, op, filter), sourcePlan{path: op.path, sorted: true}
 		}
 		if usable {
-			return s.indexSource(r, plan, filter), sourcePlan{path: plan.spec.path}
+			return s.indexSource(r, plan, filter, lookAhead), sourcePlan{path: plan.spec.path}
 		}
 	}
 	src := &docSource{s: s, r: r, filter: filter}

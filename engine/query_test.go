@@ -290,7 +290,7 @@ func TestExactLookupsSkipWhere(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			src, plan := s.querySource(r, q, params, nil)
+			src, plan := s.querySource(r, q, params, nil, 0)
 			defer src.close()
 			x, isIndex := src.(*indexSource)
 			if got := isIndex && x.rawOnly; got != c.rawOnly || plan.whereHolds != c.rawOnly {

@@ -145,6 +145,45 @@ type Inserter interface {
 	Insert(key, value []byte) (bool, error)
 }
 
+// BatchGetter is implemented by the readers and transactions of stores that
+// look up several keys for less than a Get apiece: a network database answers
+// them in one round trip instead of one each. Callers use it through
+// [GetBatch].
+type BatchGetter interface {
+	// GetBatch returns the values stored at keys, in the order of keys, with
+	// nil for a key that is absent (a present empty value is an empty,
+	// non-nil slice). The values are copies the caller owns, as Get's are.
+	GetBatch(keys [][]byte) ([][]byte, error)
+}
+
+// GetBatch looks keys up in r: in one call when r is a [BatchGetter], else
+// with one Get per key. See BatchGetter.GetBatch for the result.
+func GetBatch(r Reader, keys [][]byte) ([][]byte, error) {
+	if b, ok := r.(BatchGetter); ok {
+		return b.GetBatch(keys)
+	}
+	vals := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := r.Get(k)
+		switch {
+		case err == nil:
+			vals[i] = nonNilValue(v)
+		case !errors.Is(err, ErrNotFound):
+			return nil, err
+		}
+	}
+	return vals, nil
+}
+
+// nonNilValue returns v, or an empty slice for nil: a present value, told
+// apart from an absent one in GetBatch's result.
+func nonNilValue(v []byte) []byte {
+	if v == nil {
+		return []byte{}
+	}
+	return v
+}
+
 // Iterator walks a key range. Use it as:
 //
 //	it := r.Scan(start, end, false)

@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) kv.Store) {
 		{"Closed", testClosed},
 		{"UpdateNoSync", testUpdateNoSync},
 		{"Insert", testInsert},
+		{"GetBatch", testGetBatch},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1174,4 +1175,74 @@ func testViewSeesReturnedUpdates(t *testing.T, s kv.Store) {
 			t.Fatal("a reader did not stop")
 		}
 	}
+}
+
+// hiddenReader hides a reader's GetBatch, so that kv.GetBatch falls back to
+// one Get per key.
+type hiddenReader struct{ kv.Reader }
+
+// testGetBatch checks kv.GetBatch, through the store's own BatchGetter if it
+// has one and through the fallback: values in the order asked, nil for an
+// absent key, an empty value told apart from an absent one, a key asked
+// twice answered twice, values owned by the caller, and a transaction's own
+// writes seen.
+func testGetBatch(t *testing.T, s kv.Store) {
+	putAll(t, s, pair{"a", "1"}, pair{"b", ""}, pair{"c", "3"})
+	keys := [][]byte{[]byte("c"), []byte("missing"), []byte("a"), []byte("b"), []byte("a")}
+	want := []string{"3", "<absent>", "1", "", "1"}
+	show := func(vals [][]byte) []string {
+		out := make([]string, len(vals))
+		for i, v := range vals {
+			out[i] = string(v)
+			if v == nil {
+				out[i] = "<absent>"
+			}
+		}
+		return out
+	}
+	for _, native := range []bool{true, false} {
+		view(t, s, func(r kv.Reader) error {
+			if !native {
+				r = hiddenReader{r}
+			}
+			vals, err := kv.GetBatch(r, keys)
+			if err != nil {
+				return err
+			}
+			if got := show(vals); !slices.Equal(got, want) {
+				t.Errorf("native=%v: GetBatch = %q, want %q", native, got, want)
+			}
+			if len(vals) == len(want) && vals[0] != nil {
+				vals[0][0] = 'x' // the caller's to change
+				again, err := kv.GetBatch(r, keys[:1])
+				if err != nil {
+					return err
+				}
+				if string(again[0]) != "3" {
+					t.Errorf("native=%v: after changing a returned value, GetBatch reads %q, want \"3\"", native, again[0])
+				}
+			}
+			none, err := kv.GetBatch(r, nil)
+			if err != nil || len(none) != 0 {
+				t.Errorf("native=%v: GetBatch of no keys = %q, %v; want nothing", native, none, err)
+			}
+			return nil
+		})
+	}
+	update(t, s, func(tx kv.Tx) error {
+		if err := tx.Delete([]byte("a")); err != nil {
+			return err
+		}
+		if err := tx.Put([]byte("d"), []byte("4")); err != nil {
+			return err
+		}
+		vals, err := kv.GetBatch(tx, [][]byte{[]byte("a"), []byte("d"), []byte("c")})
+		if err != nil {
+			return err
+		}
+		if got, want := show(vals), []string{"<absent>", "4", "3"}; !slices.Equal(got, want) {
+			t.Errorf("GetBatch in a transaction that deleted a and put d = %q, want %q", got, want)
+		}
+		return nil
+	})
 }

@@ -398,6 +398,7 @@ func (s *Store) updateOnce(ctx context.Context, fn func(kv.Tx) error, mode txMod
 // schema name quoted in. pgx prepares and caches each one per connection.
 type statements struct {
 	get                  string
+	getMany              string // key = ANY($1): GetBatch
 	put                  string
 	insert               string
 	del                  string
@@ -412,6 +413,7 @@ func newStatements(schema string) statements {
 	sel := "SELECT key, value FROM " + t + " WHERE "
 	return statements{
 		get:       "SELECT value FROM " + t + " WHERE key = $1",
+		getMany:   sel + "key = ANY($1)",
 		put:       "INSERT INTO " + t + " (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
 		insert:    "INSERT INTO " + t + " (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING true",
 		del:       "DELETE FROM " + t + " WHERE key = $1",

@@ -98,10 +98,17 @@ var _ kv.Tx = (*txn)(nil)
 // function cannot reach the write methods, even by a type assertion.
 type reader struct{ t *txn }
 
-var _ kv.Reader = reader{}
+var (
+	_ kv.Reader      = reader{}
+	_ kv.BatchGetter = reader{}
+	_ kv.BatchGetter = (*txn)(nil)
+)
 
 // Get implements kv.Reader.
 func (r reader) Get(key []byte) ([]byte, error) { return r.t.Get(key) }
+
+// GetBatch implements kv.BatchGetter.
+func (r reader) GetBatch(keys [][]byte) ([][]byte, error) { return r.t.GetBatch(keys) }
 
 // Scan implements kv.Reader.
 func (r reader) Scan(start, end []byte, reverse bool) kv.Iterator {
@@ -232,6 +239,39 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 		return nil, kv.ErrNotFound
 	}
 	return value, nil
+}
+
+// GetBatch implements kv.BatchGetter: the keys are looked up in one
+// statement, sent with the pending writes in one round trip.
+func (t *txn) GetBatch(keys [][]byte) ([][]byte, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	arg := make([][]byte, len(keys))
+	at := make(map[string][]int, len(keys)) // a key asked for twice gets its value twice
+	for i, k := range keys {
+		arg[i] = nonNil(k)
+		at[string(k)] = append(at[string(k)], i)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	vals := make([][]byte, len(keys))
+	var cols [2][]byte
+	err := t.roundTrip("get", t.sql.getMany, []any{arg}, func(rows pgx.Rows) error {
+		for rows.Next() {
+			if err := columns(rows, cols[:]); err != nil {
+				return err
+			}
+			for _, i := range at[string(cols[0])] {
+				vals[i] = append([]byte{}, cols[1]...)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return vals, nil
 }
 
 // queueWrite buffers the write statement q, whose keys and values are size

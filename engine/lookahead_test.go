@@ -1,0 +1,199 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lethe-db/lethe/jsonv"
+	"github.com/lethe-db/lethe/kv"
+)
+
+// batchCounter is a store whose Views' readers answer kv.GetBatch themselves,
+// as a network store's do, and count the document lookups asked of them. It
+// is not kv.Exclusive, so the engine hands its readers to the query as they
+// are.
+type batchCounter struct {
+	kv.Store
+	docGets, batches, batchKeys atomic.Int64
+}
+
+func (b *batchCounter) View(ctx context.Context, fn func(kv.Reader) error) error {
+	return b.Store.View(ctx, func(r kv.Reader) error { return fn(&batchCountingReader{Reader: r, c: b}) })
+}
+
+type batchCountingReader struct {
+	kv.Reader
+	c *batchCounter
+}
+
+func (r *batchCountingReader) Get(key []byte) ([]byte, error) {
+	if key[0] == pfxDoc {
+		r.c.docGets.Add(1)
+	}
+	return r.Reader.Get(key)
+}
+
+func (r *batchCountingReader) GetBatch(keys [][]byte) ([][]byte, error) {
+	r.c.batches.Add(1)
+	r.c.batchKeys.Add(int64(len(keys)))
+	return kv.GetBatch(r.Reader, keys)
+}
+
+// TestQueryPageLooksUpInOneBatch: on a store that answers batches, a page of
+// an indexed query looks its documents up in one GetBatch (its rows and the
+// one after them), not one Get each.
+func TestQueryPageLooksUpInOneBatch(t *testing.T) {
+	store := &batchCounter{Store: newMemStore(t)}
+	te := openTestEngine(t, store, Options{DisableBackground: true})
+	te.mustDB("db")
+	te.mustContainer("c", "")
+	for i := range 30 {
+		if err := te.create("c", fmt.Sprintf(`{"id":"d%02d","pk":"p"}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ids []string
+	cont := ""
+	for page := 0; ; page++ {
+		store.docGets.Store(0)
+		store.batches.Store(0)
+		store.batchKeys.Store(0)
+		res, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: "SELECT * FROM c WHERE c.pk = 'p'", PK: pk("p"), MaxItems: 10, Continuation: cont})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range res.Rows {
+			o, err := jsonv.ParseObject(row)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, _ := o.Get("id")
+			ids = append(ids, fmt.Sprint(id))
+		}
+		// A page reads its 10 rows; a resumed one also the previous page's
+		// last row again. A full page promises more, so a fourth, empty
+		// page reads only d29 again.
+		wantKeys := []int64{10, 11, 11, 1}[min(page, 3)]
+		if store.batches.Load() != 1 || store.batchKeys.Load() != wantKeys || store.docGets.Load() != 0 {
+			t.Errorf("page %d: %d batches of %d keys in all and %d document Gets; want 1 batch of %d keys and no Get",
+				page, store.batches.Load(), store.batchKeys.Load(), store.docGets.Load(), wantKeys)
+		}
+		if cont = res.Continuation; cont == "" {
+			break
+		}
+	}
+	if len(ids) != 30 || !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != 30 {
+		t.Errorf("pages returned %v, want d00..d29 in order", ids)
+	}
+}
+
+// TestLookAheadChangesNoPage: whatever number of documents an index source
+// looks up at a time, every page of every query has the same rows,
+// continuation, charge and examined count, over live, expired, deleted and
+// replaced documents.
+func TestLookAheadChangesNoPage(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":-1`)
+	for i := range 120 {
+		p := fmt.Sprintf("p%d", i%2)
+		extra := ""
+		if i%7 == 0 {
+			extra = `,"ttl":5` // expired when the queries run
+		}
+		body := fmt.Sprintf(`{"id":"d%03d","pk":%q,"v":%q,"n":%d%s}`, i, p, []string{"a", "b"}[i%3/2], i%17, extra)
+		if _, err := te.CreateDocument(ctx, DocRef{DB: "db", Coll: "c", PK: pk(p)}, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 120; i += 11 {
+		p := fmt.Sprintf("p%d", i%2)
+		id := fmt.Sprintf("d%03d", i)
+		if i%22 == 0 {
+			if _, err := te.DeleteDocument(ctx, DocRef{DB: "db", Coll: "c", ID: id, PK: pk(p)}, Conditions{}); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		body := fmt.Sprintf(`{"id":%q,"pk":%q,"v":"a","n":99}`, id, p)
+		if _, err := te.ReplaceDocument(ctx, DocRef{DB: "db", Coll: "c", ID: id, PK: pk(p)}, []byte(body), Conditions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	te.clock.Advance(10 * time.Second)
+	queries := []struct {
+		text string
+		pk   string
+	}{
+		{"SELECT * FROM c WHERE c.pk = 'p0'", "p0"},
+		{"SELECT * FROM c WHERE c.v = 'a'", ""},
+		{"SELECT * FROM c WHERE c.v IN ('a', 'b')", ""},
+		{"SELECT c.id FROM c WHERE c.v = 'a' AND c.n > 5", ""},
+		{"SELECT * FROM c WHERE c.n > 10", ""},
+		{"SELECT TOP 7 c.id FROM c WHERE c.v = 'b'", ""},
+		{"SELECT c.id FROM c WHERE c.v = 'a' OFFSET 3 LIMIT 9", ""},
+		{"SELECT c.id, c.n FROM c WHERE c.v = 'a' ORDER BY c.n", ""},
+		{"SELECT VALUE COUNT(1) FROM c WHERE c.pk = 'p1'", "p1"},
+	}
+	type pageOut struct {
+		rows     []string
+		cont     string
+		charge   float64
+		examined int
+	}
+	run := func(text, p string, size, lookAhead int) []pageOut {
+		var out []pageOut
+		q, err := parseStatement(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := QueryOptions{Text: text, MaxItems: size}
+		if p != "" {
+			opts.PK = pk(p)
+		}
+		for range 200 {
+			var page QueryPage
+			err := te.store.View(ctx, func(r kv.Reader) error {
+				s, err := te.scope(r, "db", "c", te.clock.Now().Unix())
+				if err != nil {
+					return err
+				}
+				page, err = s.queryPage(r, q, queryHash(q.ContinuationKey(), nil), opts, te.clock.Now(), lookAhead)
+				return err
+			})
+			if err != nil {
+				t.Fatalf("%s, page size %d, look-ahead %d: %v", text, size, lookAhead, err)
+			}
+			po := pageOut{cont: page.Continuation, charge: page.Charge, examined: page.Examined}
+			for _, r := range page.Rows {
+				po.rows = append(po.rows, string(r))
+			}
+			out = append(out, po)
+			if opts.Continuation = page.Continuation; opts.Continuation == "" {
+				return out
+			}
+		}
+		t.Fatalf("%s: more than 200 pages", text)
+		return nil
+	}
+	for _, q := range queries {
+		for _, size := range []int{1, 4, 10} {
+			want := run(q.text, q.pk, size, 1)
+			if len(want) == 0 || len(want[0].rows) == 0 {
+				t.Fatalf("%s: no rows; the test's data does not exercise it", q.text)
+			}
+			for _, la := range []int{0, 2, 5, 100} {
+				got := run(q.text, q.pk, size, la)
+				if !slices.EqualFunc(got, want, func(a, b pageOut) bool {
+					return slices.Equal(a.rows, b.rows) && a.cont == b.cont && a.charge == b.charge && a.examined == b.examined
+				}) {
+					t.Errorf("%s, page size %d: look-ahead %d gives pages\n%+v\nlook-ahead 1 gives\n%+v", q.text, size, la, got, want)
+				}
+			}
+		}
+	}
+}
