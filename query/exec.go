@@ -159,10 +159,10 @@ func (q *Query) Execute(src Source, opts ExecOptions) (*Page, error) {
 		return nil, err
 	}
 	page := &Page{Emitted: opts.Emitted}
-	want, final := opts.PageSize, false
+	want := opts.PageSize
 	if limit >= 0 {
 		if left := limit - opts.Emitted; left <= want {
-			want, final = left, true
+			want = left
 		}
 		if want <= 0 {
 			return page, nil
@@ -183,7 +183,7 @@ func (q *Query) Execute(src Source, opts ExecOptions) (*Page, error) {
 			}
 		}
 	}
-	rows, more, err := ex.run(in, runOpts{after: after, skip: skip, want: want, ordered: !opts.Unordered, final: final, sortedFirst: opts.SortedByFirstKey})
+	rows, more, err := ex.run(in, runOpts{after: after, skip: skip, want: want, ordered: !opts.Unordered, sortedFirst: opts.SortedByFirstKey})
 	if si != nil {
 		page.Examined = si.examined
 	}

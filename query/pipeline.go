@@ -60,14 +60,12 @@ type executor struct {
 // runOpts select the rows a run returns: after skipping the first skip rows
 // positioned after after (nil: from the start), the next want rows. want is
 // at least 1. ordered says the input comes in ascending seq, so a streaming
-// run may stop early. final says no row can follow the wanted ones (TOP or
-// LIMIT ends there), so a streaming run need not look for one.
+// run may stop early.
 type runOpts struct {
 	after       []byte
 	skip        int
 	want        int
 	ordered     bool
-	final       bool
 	sortedFirst bool // the input comes in first ORDER BY key order (ExecOptions.SortedByFirstKey)
 }
 

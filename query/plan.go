@@ -34,13 +34,14 @@ func (ex *executor) run(in input, o runOpts) ([]outRow, bool, error) {
 // runStream returns rows in input order, stopping once it has want rows: it
 // does not read on to see whether another follows, since a full page of a
 // streaming query promises more anyway (see Execute).
-func (ex *executor) runStream(in input, o runOpts) (rows []outRow, more bool, err error) {
+func (ex *executor) runStream(in input, o runOpts) ([]outRow, bool, error) {
 	afterSeq, afterOrd, hasAfter := uint64(0), uint64(0), o.after != nil
 	if hasAfter {
 		afterSeq, afterOrd = binary.BigEndian.Uint64(o.after), binary.BigEndian.Uint64(o.after[8:])
 	}
 	skip := o.skip
-	err = ex.eachDoc(in, afterSeq, func() (bool, error) {
+	var rows []outRow
+	err := ex.eachDoc(in, afterSeq, func() (bool, error) {
 		if hasAfter && ex.seq == afterSeq && ex.rowOrd <= afterOrd {
 			return true, nil
 		}

@@ -76,7 +76,7 @@ func (e *evaluator) subqueryRows(s *selectStmt, want int) ([]jsonv.Value, error)
 	if want < 0 {
 		want = math.MaxInt
 	}
-	rows, _, err := ex.run(&onceInput{}, runOpts{skip: offset, want: want, ordered: true, final: true})
+	rows, _, err := ex.run(&onceInput{}, runOpts{skip: offset, want: want, ordered: true})
 	if err != nil {
 		return nil, err
 	}
