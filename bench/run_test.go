@@ -36,7 +36,7 @@ func TestRunAgainstCeiling(t *testing.T) {
 		if w.Latency.P50 <= 0 || w.Latency.P50 > w.Latency.P99 || w.Latency.P99 > w.Latency.P999 || w.Latency.P999 > w.Latency.Max {
 			t.Errorf("%s: latency %+v out of order", w.Workload, w.Latency)
 		}
-		if q := w.Workload == "query-pk" || w.Workload == "query-cross"; q != (w.RowsPerOp == 10) {
+		if q := strings.HasPrefix(w.Workload, "query-"); q != (w.RowsPerOp == 10) {
 			t.Errorf("%s: %.1f rows per operation", w.Workload, w.RowsPerOp)
 		}
 		if write := workloads[w.Workload].write; write != (w.FsyncBound != nil) {

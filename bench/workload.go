@@ -36,6 +36,7 @@ var workloads = map[string]workload{
 	"upsert":        {name: "upsert", container: "data", populated: true, write: true, newOp: upsertOp},
 	"query-pk":      {name: "query-pk", container: "data", populated: true, newOp: queryPKOp},
 	"query-cross":   {name: "query-cross", container: "data", populated: true, newOp: queryCrossOp},
+	"query-list":    {name: "query-list", container: "data", populated: true, newOp: queryListOp},
 	"mixed":         {name: "mixed", container: "data", populated: true, newOp: mixedOp},
 	"ttl":           {name: "ttl", container: "ttl", ttl: true, write: true, newOp: createOp(1)},
 	"ttl-sustained": {name: "ttl-sustained", container: "ttl-sustained", ttl: true, write: true, sustained: true, newOp: createOp(1)},
@@ -101,7 +102,7 @@ func upsert(ctx context.Context, e *env, w *worker) (float64, error) {
 	return float64(r.RequestCharge), err
 }
 
-// queryPageSize is the page size of both query workloads.
+// queryPageSize is the page size of the query workloads.
 const queryPageSize = 10
 
 // queryPKOp reads the first page of 10 of one partition's documents.
@@ -109,6 +110,15 @@ func queryPKOp(e *env) opFunc {
 	return func(ctx context.Context, w *worker) (float64, error) {
 		pk := docPK(e.keys.Next(w.rng), e.opts.Partitions)
 		return queryPage(ctx, e, w, "SELECT * FROM c WHERE c.pk = @pk", azcosmos.NewPartitionKeyString(pk), azcosmos.QueryParameter{Name: "@pk", Value: pk})
+	}
+}
+
+// queryListOp lists one partition: SELECT * FROM c with the partition key in
+// the request, the first page of 10, as applications list a user's items.
+func queryListOp(e *env) opFunc {
+	return func(ctx context.Context, w *worker) (float64, error) {
+		pk := docPK(e.keys.Next(w.rng), e.opts.Partitions)
+		return queryPage(ctx, e, w, "SELECT * FROM c", azcosmos.NewPartitionKeyString(pk), azcosmos.QueryParameter{})
 	}
 }
 
@@ -120,8 +130,13 @@ func queryCrossOp(e *env) opFunc {
 	}
 }
 
+// queryPage reads the first page of q, with parameter p unless it has no name.
 func queryPage(ctx context.Context, e *env, w *worker, q string, pk azcosmos.PartitionKey, p azcosmos.QueryParameter) (float64, error) {
-	pager := e.cc.NewQueryItemsPager(q, pk, &azcosmos.QueryOptions{PageSizeHint: queryPageSize, QueryParameters: []azcosmos.QueryParameter{p}})
+	opts := &azcosmos.QueryOptions{PageSizeHint: queryPageSize}
+	if p.Name != "" {
+		opts.QueryParameters = []azcosmos.QueryParameter{p}
+	}
+	pager := e.cc.NewQueryItemsPager(q, pk, opts)
 	r, err := pager.NextPage(ctx)
 	w.rows += int64(len(r.Items))
 	return float64(r.RequestCharge), err

@@ -68,53 +68,69 @@ func badContinuation() error {
 // BadRequest (continuation token).
 func (e *Engine) ReadFeed(ctx context.Context, dbID, collID string, opts FeedOptions) (FeedPage, error) {
 	defer e.begin()()
-	limit := pageLimit(opts.MaxItems)
 	var page FeedPage
 	err := e.view(ctx, dbID, collID, func(r kv.Reader, s *scope) error {
-		page = FeedPage{ContainerRID: s.c.RID}
-		var after uint64
-		if opts.Continuation != "" {
-			raw, err := base64.RawURLEncoding.DecodeString(opts.Continuation)
-			var tok feedToken
-			if err != nil || json.Unmarshal(raw, &tok) != nil || tok.RID != s.c.RID {
-				return badContinuation()
-			}
-			after = tok.Seq
-		}
-		filter, ranges, err := s.filter(opts.PK, false, opts.Scope)
-		if err != nil {
-			return err
-		}
-		page.RangeIDs = ranges
-		src := &docSource{s: s, r: r, filter: filter}
-		src.seek(after + 1)
-		defer src.close()
-		bytesOut := 0
-		var last uint64
-		for {
-			rec, seq, ok, err := src.nextRecord()
-			if err != nil {
-				return err
-			}
-			if !ok {
-				break
-			}
-			if len(page.Docs) >= limit || bytesOut >= maxPageBytes {
-				tok, _ := json.Marshal(feedToken{RID: s.c.RID, Seq: last})
-				page.Continuation = base64.RawURLEncoding.EncodeToString(tok)
-				break
-			}
-			page.Docs = append(page.Docs, append([]byte(nil), rec.json...))
-			at, expires := ttl.ExpiresAt(rec.ts, rec.own, s.pol)
-			if !expires {
-				at = 0
-			}
-			page.Expires = append(page.Expires, at)
-			bytesOut += len(rec.json)
-			last = seq
-		}
-		page.Charge = ru.Feed(src.examined, src.loaded)
-		return nil
+		var err error
+		page, err = s.readFeedPage(r, opts, 0)
+		return err
 	})
 	return page, err
+}
+
+// readFeedPage reads one page of the read feed in scope s. Its scan looks
+// documents up lookAhead at a time at first; 0 means as many as the page
+// reads: its documents and the one after them.
+func (s *scope) readFeedPage(r kv.Reader, opts FeedOptions, lookAhead int) (FeedPage, error) {
+	limit := pageLimit(opts.MaxItems)
+	if lookAhead == 0 {
+		lookAhead = limit + 1
+	}
+	page := FeedPage{ContainerRID: s.c.RID}
+	var after uint64
+	if opts.Continuation != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(opts.Continuation)
+		var tok feedToken
+		if err != nil || json.Unmarshal(raw, &tok) != nil || tok.RID != s.c.RID {
+			return FeedPage{}, badContinuation()
+		}
+		after = tok.Seq
+	}
+	filter, ranges, err := s.filter(opts.PK, false, opts.Scope)
+	if err != nil {
+		return FeedPage{}, err
+	}
+	page.RangeIDs = ranges
+	src := s.inOrder(r, opts.PK, filter, lookAhead, false)
+	src.seek(after + 1)
+	defer src.close()
+	bytesOut := 0
+	var last uint64
+	for {
+		rec, seq, ok, err := src.nextRecord()
+		if err != nil {
+			return FeedPage{}, err
+		}
+		if !ok {
+			break
+		}
+		if len(page.Docs) >= limit || bytesOut >= maxPageBytes {
+			tok, _ := json.Marshal(feedToken{RID: s.c.RID, Seq: last})
+			page.Continuation = base64.RawURLEncoding.EncodeToString(tok)
+			break
+		}
+		page.Docs = append(page.Docs, rec.json) // the store's copy, owned
+		at, expires := ttl.ExpiresAt(rec.ts, rec.own, s.pol)
+		if !expires {
+			at = 0
+		}
+		page.Expires = append(page.Expires, at)
+		bytesOut += len(rec.json)
+		last = seq
+	}
+	work, err := src.work()
+	if err != nil {
+		return FeedPage{}, err
+	}
+	page.Charge = ru.Feed(work.Documents, work.BytesLoaded)
+	return page, nil
 }

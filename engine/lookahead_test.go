@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -43,10 +44,16 @@ func (r *batchCountingReader) GetBatch(keys [][]byte) ([][]byte, error) {
 	return kv.GetBatch(r.Reader, keys)
 }
 
-// TestQueryPageLooksUpInOneBatch: on a store that answers batches, a page of
-// an indexed query looks its documents up in one GetBatch (its rows and the
-// one after them), not one Get each.
-func TestQueryPageLooksUpInOneBatch(t *testing.T) {
+// answersBatches returns r as a reader that answers kv.GetBatch itself, so
+// that sources over it look documents up ahead.
+func answersBatches(r kv.Reader) kv.Reader {
+	return &batchCountingReader{Reader: r, c: &batchCounter{}}
+}
+
+// TestPagesLookUpInOneBatch: on a store that answers batches, a page of an
+// indexed query, of a scan and of the read feed looks its documents up in
+// one GetBatch, not one Get each.
+func TestPagesLookUpInOneBatch(t *testing.T) {
 	store := &batchCounter{Store: newMemStore(t)}
 	te := openTestEngine(t, store, Options{DisableBackground: true})
 	te.mustDB("db")
@@ -56,46 +63,69 @@ func TestQueryPageLooksUpInOneBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var ids []string
-	cont := ""
-	for page := 0; ; page++ {
-		store.docGets.Store(0)
-		store.batches.Store(0)
-		store.batchKeys.Store(0)
-		res, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: "SELECT * FROM c WHERE c.pk = 'p'", PK: pk("p"), MaxItems: 10, Continuation: cont})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, row := range res.Rows {
-			o, err := jsonv.ParseObject(row)
+	// A query page reads its 10 rows; a resumed one also the previous
+	// page's last row again. A full page promises more, so a fourth, empty
+	// page reads only d29 again. A read feed page reads one document past
+	// its 10 to know whether more follow.
+	queryKeys := []int64{10, 11, 11, 1}
+	cases := []struct {
+		name     string
+		wantKeys []int64
+		page     func(cont string) ([][]byte, string, error)
+	}{
+		{"index", queryKeys, func(cont string) ([][]byte, string, error) {
+			res, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: "SELECT * FROM c WHERE c.pk = 'p'", PK: pk("p"), MaxItems: 10, Continuation: cont})
+			return res.Rows, res.Continuation, err
+		}},
+		{"scan", queryKeys, func(cont string) ([][]byte, string, error) {
+			res, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: "SELECT * FROM c", PK: pk("p"), MaxItems: 10, Continuation: cont})
+			return res.Rows, res.Continuation, err
+		}},
+		{"read feed", []int64{11, 11, 10}, func(cont string) ([][]byte, string, error) {
+			res, err := te.ReadFeed(ctx, "db", "c", FeedOptions{MaxItems: 10, Continuation: cont})
+			return res.Docs, res.Continuation, err
+		}},
+	}
+	for _, c := range cases {
+		var ids []string
+		cont := ""
+		for page := 0; ; page++ {
+			store.docGets.Store(0)
+			store.batches.Store(0)
+			store.batchKeys.Store(0)
+			rows, next, err := c.page(cont)
 			if err != nil {
 				t.Fatal(err)
 			}
-			id, _ := o.Get("id")
-			ids = append(ids, fmt.Sprint(id))
+			for _, row := range rows {
+				o, err := jsonv.ParseObject(row)
+				if err != nil {
+					t.Fatal(err)
+				}
+				id, _ := o.Get("id")
+				ids = append(ids, fmt.Sprint(id))
+			}
+			if page >= len(c.wantKeys) {
+				t.Fatalf("%s: more than %d pages", c.name, len(c.wantKeys))
+			}
+			want := c.wantKeys[page]
+			if store.batches.Load() != 1 || store.batchKeys.Load() != want || store.docGets.Load() != 0 {
+				t.Errorf("%s, page %d: %d batches of %d keys in all and %d document Gets; want 1 batch of %d keys and no Get",
+					c.name, page, store.batches.Load(), store.batchKeys.Load(), store.docGets.Load(), want)
+			}
+			if cont = next; cont == "" {
+				break
+			}
 		}
-		// A page reads its 10 rows; a resumed one also the previous page's
-		// last row again. A full page promises more, so a fourth, empty
-		// page reads only d29 again.
-		wantKeys := []int64{10, 11, 11, 1}[min(page, 3)]
-		if store.batches.Load() != 1 || store.batchKeys.Load() != wantKeys || store.docGets.Load() != 0 {
-			t.Errorf("page %d: %d batches of %d keys in all and %d document Gets; want 1 batch of %d keys and no Get",
-				page, store.batches.Load(), store.batchKeys.Load(), store.docGets.Load(), wantKeys)
+		if len(ids) != 30 || !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != 30 {
+			t.Errorf("%s: pages returned %v, want d00..d29 in order", c.name, ids)
 		}
-		if cont = res.Continuation; cont == "" {
-			break
-		}
-	}
-	if len(ids) != 30 || !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != 30 {
-		t.Errorf("pages returned %v, want d00..d29 in order", ids)
 	}
 }
 
-// TestLookAheadChangesNoPage: whatever number of documents an index source
-// looks up at a time, every page of every query has the same rows,
-// continuation, charge and examined count, over live, expired, deleted and
-// replaced documents.
-func TestLookAheadChangesNoPage(t *testing.T) {
+// lookAheadEngine returns an engine holding documents live, expired,
+// deleted and replaced, in two partitions, for the look-ahead tests.
+func lookAheadEngine(t *testing.T) *testEngine {
 	te := newTestEngine(t)
 	te.mustDB("db")
 	te.mustContainer("c", `"defaultTtl":-1`)
@@ -125,6 +155,33 @@ func TestLookAheadChangesNoPage(t *testing.T) {
 		}
 	}
 	te.clock.Advance(10 * time.Second)
+	return te
+}
+
+// viewContainer runs fn in a View of container "c" of database "db" at the
+// engine's instant; batches: over a reader that answers batches.
+func viewContainer(te *testEngine, batches bool, fn func(r kv.Reader, s *scope) error) error {
+	return te.store.View(ctx, func(r kv.Reader) error {
+		s, err := te.scope(r, "db", "c", te.clock.Now().Unix())
+		if err != nil {
+			return err
+		}
+		if batches {
+			r = answersBatches(r)
+		}
+		return fn(r, s)
+	})
+}
+
+// lookAheads are the first lookups compared with looking documents up one
+// at a time: 0 is a page's worth.
+var lookAheads = []int{0, 1, 2, 5, 100}
+
+// TestLookAheadChangesNoPage: however many documents a query's source looks
+// up at a time, every page of every query has the same rows, continuation,
+// charge and examined count as when it looks them up one at a time.
+func TestLookAheadChangesNoPage(t *testing.T) {
+	te := lookAheadEngine(t)
 	queries := []struct {
 		text string
 		pk   string
@@ -138,6 +195,11 @@ func TestLookAheadChangesNoPage(t *testing.T) {
 		{"SELECT c.id FROM c WHERE c.v = 'a' OFFSET 3 LIMIT 9", ""},
 		{"SELECT c.id, c.n FROM c WHERE c.v = 'a' ORDER BY c.n", ""},
 		{"SELECT VALUE COUNT(1) FROM c WHERE c.pk = 'p1'", "p1"},
+		// scans
+		{"SELECT * FROM c", ""},
+		{"SELECT * FROM c", "p1"},
+		{"SELECT c.id FROM c WHERE c.n % 5 = 0", ""},
+		{"SELECT TOP 3 c.id FROM c WHERE c.n % 4 = 1", "p0"},
 	}
 	type pageOut struct {
 		rows     []string
@@ -145,7 +207,9 @@ func TestLookAheadChangesNoPage(t *testing.T) {
 		charge   float64
 		examined int
 	}
-	run := func(text, p string, size, lookAhead int) []pageOut {
+	// run reads every page; batches: over a reader that answers batches,
+	// the first lookup taking lookAhead documents.
+	run := func(text, p string, size int, batches bool, lookAhead int) []pageOut {
 		var out []pageOut
 		q, err := parseStatement(text)
 		if err != nil {
@@ -157,11 +221,7 @@ func TestLookAheadChangesNoPage(t *testing.T) {
 		}
 		for range 200 {
 			var page QueryPage
-			err := te.store.View(ctx, func(r kv.Reader) error {
-				s, err := te.scope(r, "db", "c", te.clock.Now().Unix())
-				if err != nil {
-					return err
-				}
+			err := viewContainer(te, batches, func(r kv.Reader, s *scope) (err error) {
 				page, err = s.queryPage(r, q, queryHash(q.ContinuationKey(), nil), opts, te.clock.Now(), lookAhead)
 				return err
 			})
@@ -182,16 +242,63 @@ func TestLookAheadChangesNoPage(t *testing.T) {
 	}
 	for _, q := range queries {
 		for _, size := range []int{1, 4, 10} {
-			want := run(q.text, q.pk, size, 1)
+			want := run(q.text, q.pk, size, false, 0)
 			if len(want) == 0 || len(want[0].rows) == 0 {
 				t.Fatalf("%s: no rows; the test's data does not exercise it", q.text)
 			}
-			for _, la := range []int{0, 2, 5, 100} {
-				got := run(q.text, q.pk, size, la)
+			for _, la := range lookAheads {
+				got := run(q.text, q.pk, size, true, la)
 				if !slices.EqualFunc(got, want, func(a, b pageOut) bool {
 					return slices.Equal(a.rows, b.rows) && a.cont == b.cont && a.charge == b.charge && a.examined == b.examined
 				}) {
-					t.Errorf("%s, page size %d: look-ahead %d gives pages\n%+v\nlook-ahead 1 gives\n%+v", q.text, size, la, got, want)
+					t.Errorf("%s (pk %q), page size %d: look-ahead %d gives pages\n%+v\none at a time gives\n%+v", q.text, q.pk, size, la, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestReadFeedLookAheadChangesNoPage: however many documents the read feed
+// looks up at a time, every page has the same documents, expiry instants,
+// continuation and charge as when it looks them up one at a time.
+func TestReadFeedLookAheadChangesNoPage(t *testing.T) {
+	te := lookAheadEngine(t)
+	run := func(p string, size int, batches bool, lookAhead int) []FeedPage {
+		opts := FeedOptions{MaxItems: size}
+		if p != "" {
+			opts.PK = pk(p)
+		}
+		var out []FeedPage
+		for range 200 {
+			var page FeedPage
+			err := viewContainer(te, batches, func(r kv.Reader, s *scope) (err error) {
+				page, err = s.readFeedPage(r, opts, lookAhead)
+				return err
+			})
+			if err != nil {
+				t.Fatalf("pk %q, page size %d, look-ahead %d: %v", p, size, lookAhead, err)
+			}
+			out = append(out, page)
+			if opts.Continuation = page.Continuation; opts.Continuation == "" {
+				return out
+			}
+		}
+		t.Fatalf("pk %q: more than 200 pages", p)
+		return nil
+	}
+	same := func(a, b FeedPage) bool {
+		return slices.EqualFunc(a.Docs, b.Docs, bytes.Equal) && slices.Equal(a.Expires, b.Expires) &&
+			a.Continuation == b.Continuation && a.Charge == b.Charge
+	}
+	for _, p := range []string{"", "p1"} {
+		for _, size := range []int{1, 4, 10} {
+			want := run(p, size, false, 0)
+			if len(want) < 2 || len(want[0].Docs) == 0 {
+				t.Fatalf("pk %q, page size %d: %d pages; the test's data does not exercise the feed", p, size, len(want))
+			}
+			for _, la := range lookAheads {
+				if got := run(p, size, true, la); !slices.EqualFunc(got, want, same) {
+					t.Errorf("pk %q, page size %d: look-ahead %d gives %d pages that differ from one at a time's %d", p, size, la, len(got), len(want))
 				}
 			}
 		}

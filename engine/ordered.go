@@ -149,7 +149,7 @@ func (x *orderedSource) Next() (*jsonv.Object, uint64, bool, error) {
 					return nil, 0, false, x.err
 				}
 				if x.plan.tail {
-					x.tail = &docSource{s: x.s, r: x.r, filter: x.filter}
+					x.tail = &docSource{docReader: newDocReader(x.s, x.r, 0), filter: x.filter}
 					x.tail.seek(0)
 					continue
 				}

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -186,19 +185,12 @@ func appendStringOpen(b []byte, s string) []byte {
 // hold entries in value order: their candidates are gathered and sorted
 // before the first one is returned.
 //
-// Documents are looked up lookAhead candidates at a time, in one
-// kv.GetBatch: a network store answers a page's lookups in one round trip.
-// What a page is charged is counted as the executor takes documents, so it
-// does not depend on how far the source looked ahead.
+// Documents are looked up ahead of the executor (see lookAhead).
 type indexSource struct {
-	s      *scope
-	r      kv.Reader
+	docReader
 	ranges []keyRange
 	filter *docFilter
 	stream bool
-	// rawOnly: the executor reads only Raw (query.Query.ReadsOnlyRaw with
-	// a WHERE the plan answers exactly), so documents are not parsed.
-	rawOnly bool
 
 	// gathered plans
 	cands    []candidate
@@ -210,31 +202,7 @@ type indexSource struct {
 	from    uint64
 	opened  bool
 
-	// looked-up candidates not yet taken: ahead[taken:]
-	lookAhead int // candidates a lookup takes; 0 means 1
-	ahead     []fetched
-	taken     int
-	keys      [][]byte
-	exhausted bool // next has returned false
-
-	examined int
-	scanned  int // index entries read so far
-	charged  int // index entries read to produce the candidates taken
-	loaded   int // bytes of the documents examined
-	raw      []byte
-	err      error
-}
-
-// maxLookAhead bounds lookAhead: a page of many large documents is looked up
-// in rounds rather than held at once.
-const maxLookAhead = 100
-
-// fetched is a candidate and its stored document, looked up ahead of the
-// executor.
-type fetched struct {
-	candidate
-	rec     *docRecord // nil: absent
-	scanned int        // index entries read once the candidate was produced
+	scanned int // index entries read so far
 }
 
 type candidate struct {
@@ -249,12 +217,12 @@ type rangeCursor struct {
 	ok   bool
 }
 
-// indexSource returns the source of plan's documents in scope, which looks
-// documents up lookAhead at a time (at most maxLookAhead; 0 means one at a
-// time); it reads nothing until the first Next or seek.
+// indexSource returns the source of plan's documents in scope, whose first
+// lookup takes lookAhead candidates (see newLookAhead); it reads nothing
+// until the first Next or seek.
 func (s *scope) indexSource(r kv.Reader, plan *indexPlan, filter *docFilter, lookAhead int) *indexSource {
 	stream := plan.spec.kind == filterEq || plan.spec.kind == filterIn
-	return &indexSource{s: s, r: r, ranges: plan.ranges, filter: filter, stream: stream, lookAhead: min(lookAhead, maxLookAhead)}
+	return &indexSource{docReader: newDocReader(s, r, lookAhead), ranges: plan.ranges, filter: filter, stream: stream}
 }
 
 // gather reads every candidate of a non-streamed plan, sorted by sequence
@@ -282,7 +250,7 @@ func (x *indexSource) gather() error {
 
 // seek restarts at the first candidate with sequence number >= seq.
 func (x *indexSource) seek(seq uint64) {
-	x.ahead, x.taken, x.exhausted = x.ahead[:0], 0, false
+	x.look.reset()
 	if x.stream {
 		x.close()
 		x.from, x.opened = seq, false
@@ -368,89 +336,15 @@ func (x *indexSource) next() (candidate, bool, error) {
 	return out, true, nil
 }
 
+// nextRecord returns the next live document record in scope, without
+// parsing it.
+func (x *indexSource) nextRecord() (*docRecord, uint64, bool, error) { return x.record(x) }
+
 // Next implements query.Source.
-func (x *indexSource) Next() (*jsonv.Object, uint64, bool, error) {
-	if x.err != nil {
-		return nil, 0, false, x.err
-	}
-	for {
-		if x.taken == len(x.ahead) {
-			if !x.exhausted {
-				if err := x.fetch(); err != nil {
-					x.err = err
-					return nil, 0, false, err
-				}
-			}
-			if x.taken == len(x.ahead) {
-				x.charged = x.scanned
-				return nil, 0, false, nil
-			}
-		}
-		f := &x.ahead[x.taken]
-		x.taken++
-		x.charged = f.scanned
-		rec := f.rec
-		if rec == nil || rec.seq != f.seq || !x.s.live(rec) {
-			continue
-		}
-		x.examined++
-		x.loaded += len(rec.json)
-		x.raw = rec.json
-		if x.rawOnly {
-			return unparsed, f.seq, true, nil
-		}
-		o, err := jsonv.ParseStoredObject(rec.json)
-		if err != nil {
-			x.err = err
-			return nil, 0, false, err
-		}
-		return o, f.seq, true, nil
-	}
-}
+func (x *indexSource) Next() (*jsonv.Object, uint64, bool, error) { return x.parsed(x) }
 
-// fetch takes the next lookAhead candidates and looks their documents up in
-// one batch.
-func (x *indexSource) fetch() error {
-	n := max(x.lookAhead, 1)
-	clear(x.ahead) // let go of the documents taken
-	x.ahead, x.taken, x.keys = slices.Grow(x.ahead[:0], n), 0, slices.Grow(x.keys[:0], n)
-	for len(x.ahead) < n {
-		c, ok, err := x.next()
-		if err != nil {
-			return err
-		}
-		if !ok {
-			x.exhausted = true
-			break
-		}
-		x.ahead = append(x.ahead, fetched{candidate: c, scanned: x.scanned})
-		x.keys = append(x.keys, docKey(x.s.rid, c.suffix))
-	}
-	if len(x.keys) == 0 {
-		return nil
-	}
-	vals, err := kv.GetBatch(x.r, x.keys)
-	if err != nil {
-		return fmt.Errorf("read documents: %w", err)
-	}
-	for i, v := range vals {
-		if v == nil {
-			continue
-		}
-		rec, err := decodeDoc(v)
-		if err != nil {
-			return err
-		}
-		x.ahead[i].rec = &rec
-	}
-	return nil
-}
-
-// unparsed stands for a document the executor will not look into (rawOnly).
-var unparsed = jsonv.NewObject(0)
-
-// Raw returns the stored JSON of the document Next returned last.
-func (x *indexSource) Raw() []byte { return x.raw }
+// entriesRead implements candidates.
+func (x *indexSource) entriesRead() int { return x.scanned }
 
 // indexMetrics renders the x-ms-cosmos-index-utilization value (base64 JSON, as
 // both SDKs decode it) for the plan used, or for a scan.
@@ -509,6 +403,13 @@ type querySource interface {
 	work() (ru.Query, error)
 }
 
+// recordSource is a querySource that also yields the stored records of
+// documents in insertion order without parsing them: the read feed's.
+type recordSource interface {
+	querySource
+	nextRecord() (*docRecord, uint64, bool, error)
+}
+
 func (x *indexSource) close() {
 	for _, c := range x.cursors {
 		if c.ok {
@@ -516,11 +417,4 @@ func (x *indexSource) close() {
 			c.ok = false
 		}
 	}
-}
-func (x *indexSource) work() (ru.Query, error) {
-	return ru.Query{IndexEntries: x.charged, Documents: x.examined, BytesLoaded: x.loaded}, x.err
-}
-
-func (d *docSource) work() (ru.Query, error) {
-	return ru.Query{IndexEntries: d.scanned, Documents: d.examined, BytesLoaded: d.loaded}, d.err
 }

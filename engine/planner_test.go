@@ -269,16 +269,19 @@ func TestIndexSourceReadsAPage(t *testing.T) {
 				return got
 			}
 			// Looking documents up one at a time, or a page's at once.
-			for _, lookAhead := range []int{0, 10} {
-				src := s.indexSource(r, plan, nil, lookAhead)
+			for _, batches := range []bool{false, true} {
+				src := s.indexSource(r, plan, nil, 10)
+				if batches {
+					src = s.indexSource(answersBatches(r), plan, nil, 10)
+				}
 				page := drain(src, 10)
 				if len(page) != 10 {
 					t.Fatalf("%s: first page has %d documents", c.name, len(page))
 				}
 				// One entry ahead per range, and the duplicates of the page's documents.
 				if limit := 2*10 + len(plan.ranges); src.scanned > limit || src.charged > src.scanned {
-					t.Errorf("%s, look-ahead %d: read %d index entries for a page of 10 (charged %d), want at most %d",
-						c.name, lookAhead, src.scanned, src.charged, limit)
+					t.Errorf("%s, batches %v: read %d index entries for a page of 10 (charged %d), want at most %d",
+						c.name, batches, src.scanned, src.charged, limit)
 				}
 				src.close()
 			}

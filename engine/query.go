@@ -181,7 +181,7 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	if err != nil {
 		return QueryPage{}, err
 	}
-	src, plan := s.querySource(r, q, opts.Params, filter, lookAhead)
+	src, plan := s.querySource(r, q, opts.Params, opts.PK, filter, lookAhead)
 	defer src.close()
 	if tok.Cursor != nil {
 		if seq, ok := q.ResumeSeq(tok.Cursor); ok {
@@ -236,7 +236,7 @@ func (s *scope) pkScope(pk lethe.PartitionKey, allowPrefix bool) ([]byte, error)
 // querySource picks how a query reads the container: an index plan when the
 // index is usable and a WHERE conjunct can use it, else a scan in insertion
 // order. Partition scoping (a full key or a hierarchical prefix) applies either way.
-func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, filter *docFilter, lookAhead int) (querySource, sourcePlan) {
+func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, pk lethe.PartitionKey, filter *docFilter, lookAhead int) (querySource, sourcePlan) {
 	if s.c.indexUsable() {
 		h := q.Hints(params)
 		filters := filtersFromHints(h)
@@ -260,9 +260,56 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 			return s.indexSource(r, plan, filter, lookAhead), sourcePlan{path: plan.spec.path}
 		}
 	}
-	src := &docSource{s: s, r: r, filter: filter}
+	// SELECT * without WHERE returns every document's stored JSON unparsed.
+	rawOnly := !q.Filters() && q.ReadsOnlyRaw()
+	src := s.inOrder(r, pk, filter, lookAhead, rawOnly)
 	src.seek(0)
-	return src, sourcePlan{}
+	return src, sourcePlan{whereHolds: rawOnly}
+}
+
+// inOrder returns the source of the documents in filter in insertion order,
+// which reads nothing until it is sought: the documents of partition key (or
+// hierarchical prefix) pk through the index of the first partition key path
+// when it can (see partitionPlan), else a scan of the container's documents.
+// rawOnly: the executor reads only Raw, so documents are not parsed.
+func (s *scope) inOrder(r kv.Reader, pk lethe.PartitionKey, filter *docFilter, lookAhead int, rawOnly bool) recordSource {
+	if plan, ok := s.partitionPlan(pk); ok {
+		src := s.indexSource(r, plan, filter, lookAhead)
+		src.rawOnly = rawOnly
+		return src
+	}
+	src := &docSource{docReader: newDocReader(s, r, lookAhead), filter: filter}
+	src.rawOnly = rawOnly
+	return src
+}
+
+// partitionPlan returns an equality plan on the container's first partition
+// key path for the value pk gives it, when the index holds that path. Its
+// entries are in sequence order, so the documents of one partition stream in
+// insertion order, as a scan yields them, but a page reads about a page of
+// entries where a scan reads the entry of every document of every partition
+// before and between them. The scope's filter still decides which candidates
+// belong (a cut string, the rest of a hierarchical key). False when pk is
+// nil or its first component undefined: documents without the path have no
+// entry.
+func (s *scope) partitionPlan(pk lethe.PartitionKey) (*indexPlan, bool) {
+	if len(pk) == 0 || !s.c.indexUsable() {
+		return nil, false
+	}
+	var v jsonv.Value
+	switch x := pk[0].(type) {
+	case nil, bool, string:
+		v = x
+	case float64:
+		v = jsonv.NumberFromFloat(x)
+	default:
+		return nil, false
+	}
+	path, err := splitPath(s.c.PKPaths[0])
+	if err != nil {
+		return nil, false
+	}
+	return s.planIndex([]filterSpec{{path: path, kind: filterEq, values: []jsonv.Value{v}}})
 }
 
 // sourcePlan says how a query reads its container: the indexed path it uses
@@ -312,16 +359,12 @@ func queryError(err error) error {
 // docSource yields a container's live documents in insertion order, optionally
 // within one partition key (or hierarchical key prefix). It implements
 // query.Source and hands out each document's stored JSON for SELECT *.
+// Documents are looked up ahead of the executor (see lookAhead).
 type docSource struct {
-	s        *scope
-	r        kv.Reader
-	it       kv.Iterator
-	filter   *docFilter
-	examined int // live documents returned
-	scanned  int // insertion-order entries visited
-	loaded   int // bytes of the live documents returned
-	raw      []byte
-	err      error
+	docReader
+	it      kv.Iterator
+	filter  *docFilter
+	scanned int // insertion-order entries visited
 }
 
 // seek restarts the scan at the document with sequence number seq.
@@ -329,6 +372,7 @@ func (d *docSource) seek(seq uint64) {
 	if d.it != nil {
 		d.it.Close()
 	}
+	d.look.reset()
 	d.it = d.r.Scan(orderKey(d.s.rid, seq), kv.PrefixEnd(collKey(pfxOrder, d.s.rid)), false)
 }
 
@@ -338,58 +382,33 @@ func (d *docSource) close() {
 	}
 }
 
-// nextRecord returns the next live document record in scope, in insertion
-// order, without parsing it. This is the one scan of a container's live
-// documents that read feeds and queries share.
-func (d *docSource) nextRecord() (*docRecord, uint64, bool, error) {
+// next implements candidates: the next insertion-order entry in scope.
+func (d *docSource) next() (candidate, bool, error) {
 	for d.it.Next() {
 		d.scanned++
 		k := d.it.Key()
 		seq := binary.BigEndian.Uint64(k[len(k)-8:])
 		suffix, _, _, err := decodeOrderValue(d.it.Value(), nil)
 		if err != nil {
-			d.err = err
-			return nil, 0, false, err
+			return candidate{}, false, err
 		}
-		if !d.filter.match(suffix) {
-			continue
+		if d.filter.match(suffix) {
+			return candidate{seq, suffix}, true, nil
 		}
-		rec, err := lookup(d.r, d.s.rid, suffix)
-		if err != nil {
-			d.err = err
-			return nil, 0, false, err
-		}
-		if rec == nil || rec.seq != seq || !d.s.live(rec) {
-			continue
-		}
-		d.examined++
-		d.loaded += len(rec.json)
-		d.raw = rec.json
-		return rec, seq, true, nil
 	}
-	if err := d.it.Err(); err != nil {
-		d.err = err
-		return nil, 0, false, err
-	}
-	return nil, 0, false, nil
+	return candidate{}, false, d.it.Err()
 }
+
+// entriesRead implements candidates.
+func (d *docSource) entriesRead() int { return d.scanned }
+
+// nextRecord returns the next live document record in scope, in insertion
+// order, without parsing it. This is the one scan of a container's live
+// documents that read feeds and queries share.
+func (d *docSource) nextRecord() (*docRecord, uint64, bool, error) { return d.record(d) }
 
 // Next implements query.Source.
-func (d *docSource) Next() (*jsonv.Object, uint64, bool, error) {
-	rec, seq, ok, err := d.nextRecord()
-	if err != nil || !ok {
-		return nil, 0, false, err
-	}
-	o, err := jsonv.ParseStoredObject(rec.json)
-	if err != nil {
-		d.err = err
-		return nil, 0, false, err
-	}
-	return o, seq, true, nil
-}
-
-// Raw returns the stored JSON of the document Next returned last.
-func (d *docSource) Raw() []byte { return d.raw }
+func (d *docSource) Next() (*jsonv.Object, uint64, bool, error) { return d.parsed(d) }
 
 // sliceSource yields resources (databases, containers, offers) for queries
 // over feeds other than documents.

@@ -89,6 +89,8 @@ func BenchmarkQuery(b *testing.B) {
 // BenchmarkQueryFirstPage is the first page of 10 of queries that match many
 // more documents: the cost should follow the page, not the matches (issue
 // 21). Each partition holds 100 documents; every document has tags "a", "b".
+// A partition's scan reads its partition through the partition key's index,
+// where a scan of the container would read every document inserted before.
 //
 //	go test ./engine -run '^$' -bench QueryFirstPage -benchmem
 func BenchmarkQueryFirstPage(b *testing.B) {
@@ -100,6 +102,7 @@ func BenchmarkQueryFirstPage(b *testing.B) {
 	}{
 		{"pk-100matches", "SELECT * FROM c WHERE c.pk = 'p42'", lethe.PartitionKey{"p42"}},
 		{"scan-reference", "SELECT * FROM c", nil},
+		{"partition-scan", "SELECT * FROM c", lethe.PartitionKey{"p142"}},
 		{"in-2x100matches", "SELECT * FROM c WHERE c.pk IN ('p42', 'p7')", nil},
 	}
 	for _, q := range queries {
@@ -115,6 +118,35 @@ func BenchmarkQueryFirstPage(b *testing.B) {
 			}
 			if rows != 10 {
 				b.Fatalf("%d rows, want a page of 10", rows)
+			}
+		})
+	}
+}
+
+// BenchmarkReadFeedPage is a page of the read feed (a container's documents
+// in insertion order), of all partitions and of one.
+//
+//	go test ./engine -run '^$' -bench ReadFeedPage -benchmem
+func BenchmarkReadFeedPage(b *testing.B) {
+	e, closeAll := queryBenchEngine(b)
+	defer closeAll()
+	for _, c := range []struct {
+		name string
+		pk   lethe.PartitionKey
+		size int
+	}{{"all-100", nil, 100}, {"pk-10", lethe.PartitionKey{"p42"}, 10}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			docs := 0
+			for range b.N {
+				page, err := e.ReadFeed(ctx, "db", "idx", FeedOptions{PK: c.pk, MaxItems: c.size})
+				if err != nil {
+					b.Fatal(err)
+				}
+				docs = len(page.Docs)
+			}
+			if docs != c.size {
+				b.Fatalf("%d documents, want a page of %d", docs, c.size)
 			}
 		})
 	}

@@ -274,6 +274,11 @@ func TestExactLookupsSkipWhere(t *testing.T) {
 		{"SELECT * FROM c WHERE c.v = 1", false},
 		{"SELECT * FROM c WHERE c.v = 'a' AND c.pk = 'p'", false},
 		{"SELECT c.id FROM c WHERE c.v = 'a'", false},
+		{"SELECT * FROM c", true},
+		{"SELECT TOP 4 * FROM c", true},
+		{"SELECT * FROM c OFFSET 5 LIMIT 2", true},
+		{"SELECT c.id FROM c", false},
+		{"SELECT * FROM c ORDER BY c.id", false},
 	} {
 		want := ids(te.queryAll("scan", c.q, params, 1000))
 		for _, size := range []int{1, 3, 50} {
@@ -290,10 +295,16 @@ func TestExactLookupsSkipWhere(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			src, plan := s.querySource(r, q, params, nil, 0)
+			src, plan := s.querySource(r, q, params, nil, nil, 0)
 			defer src.close()
-			x, isIndex := src.(*indexSource)
-			if got := isIndex && x.rawOnly; got != c.rawOnly || plan.whereHolds != c.rawOnly {
+			var got bool
+			switch x := src.(type) {
+			case *indexSource:
+				got = x.rawOnly
+			case *docSource:
+				got = x.rawOnly
+			}
+			if got != c.rawOnly || plan.whereHolds != c.rawOnly {
 				t.Errorf("%s: reads raw only %v, WHERE holds %v; want %v", c.q, got, plan.whereHolds, c.rawOnly)
 			}
 			return nil

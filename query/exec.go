@@ -238,6 +238,10 @@ func (q *Query) ReadsOnlyRaw() bool {
 	return whole
 }
 
+// Filters reports whether the query has a WHERE clause: without one, every
+// document of its source qualifies (ExecOptions.WhereHolds holds).
+func (q *Query) Filters() bool { return q.stmt.Where != nil }
+
 // ResumeSeq returns the document seq a streaming query resumes at after the
 // row at after: the engine may seek its source there (inclusive; rows of that
 // document up to after are skipped by Execute). ok is false for a nil or

@@ -1,0 +1,223 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/lethe-db/lethe/jsonv"
+	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/ru"
+)
+
+// docReader is what the index and scan sources share: it looks their
+// candidates' documents up ahead (lookAhead), hands the executor the live
+// ones, and counts what the executor took, for the page's charge.
+type docReader struct {
+	s    *scope
+	r    kv.Reader
+	look lookAhead
+	// rawOnly: the executor reads only Raw (query.Query.ReadsOnlyRaw, with a
+	// WHERE that holds for every document yielded), so documents are not
+	// parsed.
+	rawOnly  bool
+	examined int // live documents taken
+	charged  int // entries read to produce the candidates taken
+	loaded   int // bytes of the documents taken
+	raw      []byte
+	err      error
+}
+
+func newDocReader(s *scope, r kv.Reader, lookAhead int) docReader {
+	return docReader{s: s, r: r, look: newLookAhead(r, lookAhead)}
+}
+
+// record returns the next live document of src's candidates, unparsed;
+// false at the end.
+func (d *docReader) record(src candidates) (*docRecord, uint64, bool, error) {
+	if d.err != nil {
+		return nil, 0, false, d.err
+	}
+	for {
+		f, err := d.look.take(d.r, d.s.rid, src)
+		if err != nil {
+			d.err = err
+			return nil, 0, false, err
+		}
+		if f == nil {
+			d.charged = src.entriesRead()
+			return nil, 0, false, nil
+		}
+		d.charged = f.scanned
+		rec := f.rec
+		if rec == nil || rec.seq != f.seq || !d.s.live(rec) {
+			continue
+		}
+		d.examined++
+		d.loaded += len(rec.json)
+		d.raw = rec.json
+		return rec, f.seq, true, nil
+	}
+}
+
+// parsed returns the next live document of src's candidates, parsed unless
+// rawOnly; false at the end.
+func (d *docReader) parsed(src candidates) (*jsonv.Object, uint64, bool, error) {
+	rec, seq, ok, err := d.record(src)
+	if err != nil || !ok {
+		return nil, 0, false, err
+	}
+	if d.rawOnly {
+		return unparsed, seq, true, nil
+	}
+	o, err := jsonv.ParseStoredObject(rec.json)
+	if err != nil {
+		d.err = err
+		return nil, 0, false, err
+	}
+	return o, seq, true, nil
+}
+
+// unparsed stands for a document the executor will not look into (rawOnly).
+var unparsed = jsonv.NewObject(0)
+
+// Raw returns the stored JSON of the document taken last.
+func (d *docReader) Raw() []byte { return d.raw }
+
+// work is what the source read to produce the documents taken, for the
+// page's charge.
+func (d *docReader) work() (ru.Query, error) {
+	return ru.Query{IndexEntries: d.charged, Documents: d.examined, BytesLoaded: d.loaded}, d.err
+}
+
+// lookAhead looks a query source's documents up ahead of the executor, several
+// candidates in one kv.GetBatch, so that a network store answers a page's
+// lookups in one round trip rather than one each. The first lookup takes n
+// candidates (a page's worth); each further one twice as many as the last, up
+// to maxLookAhead, so that a page whose filter rejects most documents needs
+// few round trips and a page that stops early wastes at most what it used.
+//
+// A reader that is not a kv.BatchGetter would make one Get per key anyway,
+// so there candidates are looked up one at a time and nothing is read ahead.
+//
+// Sources count what they read as the executor takes documents
+// (fetched.scanned), so a page's charge does not depend on the look-ahead.
+type lookAhead struct {
+	batch     kv.BatchGetter // nil: one Get per candidate
+	n         int            // candidates the next lookup takes
+	ahead     []fetched      // looked up, not yet taken: ahead[taken:]
+	taken     int
+	keys      [][]byte
+	exhausted bool // the candidates have run out
+}
+
+// maxLookAhead bounds a lookup: a page of many large documents is looked up
+// in rounds rather than held at once.
+const maxLookAhead = 100
+
+// fetched is a candidate and its stored document, looked up ahead of the
+// executor.
+type fetched struct {
+	seq     uint64
+	rec     *docRecord // nil: absent
+	scanned int        // entries the source had read once it produced the candidate
+}
+
+// candidates is what a lookAhead draws from: a source's candidates in
+// order, and how many entries it has read to produce them.
+type candidates interface {
+	// next returns the next candidate, false at the end. The candidate's
+	// suffix need only stay valid until next is called again.
+	next() (candidate, bool, error)
+	entriesRead() int
+}
+
+// newLookAhead returns a lookAhead over r whose first lookup takes n
+// candidates (0 means 1).
+func newLookAhead(r kv.Reader, n int) lookAhead {
+	b, ok := r.(kv.BatchGetter)
+	if !ok {
+		return lookAhead{n: 1}
+	}
+	return lookAhead{batch: b, n: min(max(n, 1), maxLookAhead)}
+}
+
+// reset lets go of what was looked up and not taken, for a source that seeks.
+func (l *lookAhead) reset() {
+	clear(l.ahead)
+	l.ahead, l.taken, l.exhausted = l.ahead[:0], 0, false
+}
+
+// take returns the next candidate of src with its document, looking the next
+// ones up when every one looked up has been taken; nil once src has run out.
+func (l *lookAhead) take(r kv.Reader, coll [8]byte, src candidates) (*fetched, error) {
+	if l.taken == len(l.ahead) {
+		if l.exhausted {
+			return nil, nil
+		}
+		if err := l.fetch(r, coll, src); err != nil {
+			return nil, err
+		}
+		if len(l.ahead) == 0 {
+			return nil, nil
+		}
+	}
+	l.taken++
+	return &l.ahead[l.taken-1], nil
+}
+
+// fetch draws the next l.n candidates from src and looks their documents up.
+func (l *lookAhead) fetch(r kv.Reader, coll [8]byte, src candidates) error {
+	clear(l.ahead) // let go of the documents taken
+	l.ahead, l.taken, l.keys = slices.Grow(l.ahead[:0], l.n), 0, slices.Grow(l.keys[:0], l.n)
+	for len(l.ahead) < l.n {
+		c, ok, err := src.next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			l.exhausted = true
+			break
+		}
+		// docKey copies the suffix, which the source may reuse.
+		l.keys = append(l.keys, docKey(coll, c.suffix))
+		l.ahead = append(l.ahead, fetched{seq: c.seq, scanned: src.entriesRead()})
+	}
+	if len(l.keys) == 0 {
+		return nil
+	}
+	if l.batch == nil {
+		v, err := r.Get(l.keys[0])
+		switch {
+		case errors.Is(err, kv.ErrNotFound):
+			return nil
+		case err != nil:
+			return fmt.Errorf("read document: %w", err)
+		}
+		return l.decode(0, v)
+	}
+	vals, err := l.batch.GetBatch(l.keys)
+	if err != nil {
+		return fmt.Errorf("read documents: %w", err)
+	}
+	for i, v := range vals {
+		if v == nil {
+			continue
+		}
+		if err := l.decode(i, v); err != nil {
+			return err
+		}
+	}
+	l.n = min(2*l.n, maxLookAhead)
+	return nil
+}
+
+// decode sets the document of the i-th candidate looked up.
+func (l *lookAhead) decode(i int, v []byte) error {
+	rec, err := decodeDoc(v)
+	if err != nil {
+		return err
+	}
+	l.ahead[i].rec = &rec
+	return nil
+}
