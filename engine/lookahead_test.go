@@ -195,6 +195,10 @@ func TestLookAheadChangesNoPage(t *testing.T) {
 		{"SELECT c.id FROM c WHERE c.v = 'a' OFFSET 3 LIMIT 9", ""},
 		{"SELECT c.id, c.n FROM c WHERE c.v = 'a' ORDER BY c.n", ""},
 		{"SELECT VALUE COUNT(1) FROM c WHERE c.pk = 'p1'", "p1"},
+		// ORDER BY read from the index
+		{"SELECT c.id, c.n FROM c ORDER BY c.n DESC", ""},
+		{"SELECT c.id FROM c WHERE c.n > 3 ORDER BY c.n", ""},
+		{"SELECT TOP 5 c.id FROM c ORDER BY c.v DESC", "p0"},
 		// scans
 		{"SELECT * FROM c", ""},
 		{"SELECT * FROM c", "p1"},

@@ -73,27 +73,60 @@ func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec) (*
 
 // orderedSource yields the documents of an ordered plan.
 type orderedSource struct {
-	s      *scope
-	r      kv.Reader
-	plan   *orderedPlan
-	filter *docFilter
-	prefix []byte
+	docReader // the index's documents
+	plan      *orderedPlan
+	filter    *docFilter
+	prefix    []byte
 
+	ranges  []keyRange  // the plan's, narrowed by resume
 	ri      int         // next range
 	it      kv.Iterator // current range
 	pending []candidate // a regrouped run of cut strings, in order
 	tail    *docSource  // the undefined documents, once the index is done
 	peeked  *peekedEntry
 	done    bool
-
-	examined, scanned int
-	loaded            int // bytes of the documents examined
-	raw               []byte
-	err               error
+	scanned int // index entries read so far
 }
 
-func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, filter *docFilter) *orderedSource {
-	return &orderedSource{s: s, r: r, plan: plan, filter: filter, prefix: indexPrefix(s.rid, plan.path)}
+// orderedSource returns the source of plan's documents in scope, whose first
+// lookup takes lookAhead documents (see newLookAhead).
+func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, filter *docFilter, lookAhead int) *orderedSource {
+	return &orderedSource{docReader: newDocReader(s, r, lookAhead), plan: plan, filter: filter, prefix: indexPrefix(s.rid, plan.path), ranges: plan.ranges}
+}
+
+// resume starts the read at the documents whose first ORDER BY key is v,
+// inclusive, or (undefined) at the documents without it: the rows of every
+// document before them precede the continuation, which the executor skips
+// anyway, so a later page reads about a page, not every page before it.
+// Call it before the first Next.
+func (x *orderedSource) resume(v jsonv.Value, undefined bool) {
+	if undefined { // last in either direction the plan serves: the tail only
+		x.ranges = nil
+		return
+	}
+	// The entries of v and of every value after it in the plan's direction.
+	// A string the index cuts starts its run of equal cut values, which is
+	// regrouped whole.
+	at := appendValue(slices.Clone(x.prefix), indexedValue(v))
+	var ranges []keyRange
+	for _, kr := range x.plan.ranges {
+		if x.plan.desc {
+			kr.end = minKey(kr.end, kv.PrefixEnd(at))
+		} else if bytes.Compare(at, kr.start) > 0 {
+			kr.start = at
+		}
+		if bytes.Compare(kr.start, kr.end) < 0 {
+			ranges = append(ranges, kr)
+		}
+	}
+	x.ranges = ranges
+}
+
+func minKey(a, b []byte) []byte {
+	if bytes.Compare(a, b) <= 0 {
+		return a
+	}
+	return b
 }
 
 type peekedEntry struct{ key, value []byte }
@@ -114,15 +147,15 @@ func (x *orderedSource) nextEntry() (key, value []byte, ok bool) {
 			}
 			x.it = nil
 		}
-		if x.ri >= len(x.plan.ranges) {
+		if x.ri >= len(x.ranges) {
 			return nil, nil, false
 		}
 		i := x.ri
 		if x.plan.desc {
-			i = len(x.plan.ranges) - 1 - x.ri
+			i = len(x.ranges) - 1 - x.ri
 		}
 		x.ri++
-		kr := x.plan.ranges[i]
+		kr := x.ranges[i]
 		x.it = x.r.Scan(kr.start, kr.end, x.plan.desc)
 	}
 }
@@ -135,45 +168,53 @@ func maybeCut(enc []byte) bool {
 
 // Next implements query.Source.
 func (x *orderedSource) Next() (*jsonv.Object, uint64, bool, error) {
-	for !x.done {
+	if x.tail == nil && !x.done {
+		o, seq, ok, err := x.parsed(x)
+		if err != nil || ok {
+			return o, seq, ok, err
+		}
+		if !x.plan.tail {
+			x.done = true
+			return nil, 0, false, nil
+		}
+		x.tail = &docSource{docReader: newDocReader(x.s, x.r, x.look.n), filter: x.filter}
+		x.tail.seek(0)
+	}
+	if x.done {
+		return nil, 0, false, nil
+	}
+	return x.nextUndefined()
+}
+
+// next implements candidates: the index's next entry in scope, in plan
+// order, a run of cut strings regrouped by full value.
+func (x *orderedSource) next() (candidate, bool, error) {
+	for {
 		var c candidate
-		switch {
-		case len(x.pending) > 0:
+		if len(x.pending) > 0 {
 			c, x.pending = x.pending[0], x.pending[1:]
-		case x.tail != nil:
-			return x.nextUndefined()
-		default:
+		} else {
 			key, value, ok := x.nextEntry()
 			if !ok {
-				if x.err != nil {
-					return nil, 0, false, x.err
-				}
-				if x.plan.tail {
-					x.tail = &docSource{docReader: newDocReader(x.s, x.r, 0), filter: x.filter}
-					x.tail.seek(0)
-					continue
-				}
-				x.done = true
-				continue
+				return candidate{}, false, x.err
 			}
 			x.scanned++
 			enc := key[len(x.prefix) : len(key)-8]
-			c = candidate{seqOf(key), append([]byte(nil), value...)}
+			c = candidate{seqOf(key), value}
 			if maybeCut(enc) {
+				c.suffix = append([]byte(nil), value...)
 				x.pending = x.regroup(enc, c)
 				continue
 			}
 		}
-		o, ok, err := x.load(c)
-		if err != nil {
-			return nil, 0, false, err
-		}
-		if ok {
-			return o, c.seq, true, nil
+		if x.filter.match(c.suffix) {
+			return c, true, nil
 		}
 	}
-	return nil, 0, false, nil
 }
+
+// entriesRead implements candidates.
+func (x *orderedSource) entriesRead() int { return x.scanned }
 
 // regroup collects every entry sharing a possibly cut string value, and orders
 // them by their documents' full values. The first entry after the run is kept
@@ -222,30 +263,6 @@ func (x *orderedSource) sortByFull(group []candidate) []candidate {
 	return out
 }
 
-// load reads a candidate's document if it is live and in scope.
-func (x *orderedSource) load(c candidate) (*jsonv.Object, bool, error) {
-	if !x.filter.match(c.suffix) {
-		return nil, false, nil
-	}
-	rec, err := lookup(x.r, x.s.rid, c.suffix)
-	if err != nil {
-		x.err = err
-		return nil, false, err
-	}
-	if rec == nil || rec.seq != c.seq || !x.s.live(rec) {
-		return nil, false, nil
-	}
-	x.examined++
-	x.loaded += len(rec.json)
-	o, err := jsonv.ParseStoredObject(rec.json)
-	if err != nil {
-		x.err = err
-		return nil, false, err
-	}
-	x.raw = rec.json
-	return o, true, nil
-}
-
 // nextUndefined yields, after the index, the documents without the property.
 func (x *orderedSource) nextUndefined() (*jsonv.Object, uint64, bool, error) {
 	for {
@@ -283,9 +300,6 @@ func seqOf(key []byte) uint64 {
 	return uint64(k[0])<<56 | uint64(k[1])<<48 | uint64(k[2])<<40 | uint64(k[3])<<32 | uint64(k[4])<<24 | uint64(k[5])<<16 | uint64(k[6])<<8 | uint64(k[7])
 }
 
-// Raw returns the stored JSON of the document Next returned last.
-func (x *orderedSource) Raw() []byte { return x.raw }
-
 func (x *orderedSource) seek(uint64) {} // the executor skips rows up to its cursor
 func (x *orderedSource) close() {
 	if x.it != nil {
@@ -296,12 +310,12 @@ func (x *orderedSource) close() {
 	}
 }
 func (x *orderedSource) work() (ru.Query, error) {
-	w := ru.Query{IndexEntries: x.scanned, Documents: x.examined, BytesLoaded: x.loaded}
+	w, err := x.docReader.work()
 	if x.tail != nil {
 		t, _ := x.tail.work()
 		w.IndexEntries += t.IndexEntries
 		w.Documents += t.Documents
 		w.BytesLoaded += t.BytesLoaded
 	}
-	return w, x.err
+	return w, err
 }

@@ -186,6 +186,10 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	if tok.Cursor != nil {
 		if seq, ok := q.ResumeSeq(tok.Cursor); ok {
 			src.seek(seq)
+		} else if o, ok := src.(*orderedSource); ok {
+			if v, undefined, ok := q.ResumeFirstKey(tok.Cursor); ok {
+				o.resume(v, undefined)
+			}
 		}
 	}
 	page, err := q.Execute(src, query.ExecOptions{
@@ -254,7 +258,7 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 			return src, sp
 		}
 		if op, ok := s.planOrdered(r, h, filters); ok {
-			return s.orderedSource(r, op, filter), sourcePlan{path: op.path, sorted: true}
+			return s.orderedSource(r, op, filter, lookAhead), sourcePlan{path: op.path, sorted: true}
 		}
 		if usable {
 			return s.indexSource(r, plan, filter, lookAhead), sourcePlan{path: plan.spec.path}

@@ -151,3 +151,45 @@ func BenchmarkReadFeedPage(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQueryLaterPage is the 50th page of 10 of queries read from the
+// index: a continuation resumes at its row's place, so it should cost what
+// the first page costs.
+//
+//	go test ./engine -run '^$' -bench QueryLaterPage -benchmem
+func BenchmarkQueryLaterPage(b *testing.B) {
+	e, closeAll := queryBenchEngine(b)
+	defer closeAll()
+	for _, q := range []struct {
+		name, text string
+		pk         lethe.PartitionKey
+	}{
+		{"orderby-desc", "SELECT c.id, c.t FROM c ORDER BY c.t DESC", nil},
+		{"orderby-range", "SELECT c.id, c.t FROM c WHERE c.t >= 0 ORDER BY c.t", nil},
+		{"in-6x100matches", "SELECT * FROM c WHERE c.pk IN ('p1', 'p2', 'p3', 'p4', 'p5', 'p6')", nil},
+	} {
+		b.Run(q.name, func(b *testing.B) {
+			cont := ""
+			for range 49 {
+				page, err := e.QueryDocuments(ctx, "db", "idx", QueryOptions{Text: q.text, PK: q.pk, MaxItems: 10, Continuation: cont})
+				if err != nil || page.Continuation == "" {
+					b.Fatalf("paging to the 50th page: %v", err)
+				}
+				cont = page.Continuation
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			rows := 0
+			for range b.N {
+				page, err := e.QueryDocuments(ctx, "db", "idx", QueryOptions{Text: q.text, PK: q.pk, MaxItems: 10, Continuation: cont})
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows = len(page.Rows)
+			}
+			if rows != 10 {
+				b.Fatalf("%d rows, want a page of 10", rows)
+			}
+		})
+	}
+}

@@ -219,6 +219,35 @@ func TestOrderedIndexIsProportionalToRows(t *testing.T) {
 			t.Errorf("%s: metrics %s", q, decodeMetrics(t, page.IndexMetrics))
 		}
 	}
+	// A continuation resumes at its row's place in the index: every page of
+	// 10 reads about 10 documents, the 30th as the first.
+	for _, q := range []string{
+		"SELECT c.id, c.t FROM c ORDER BY c.t DESC",
+		"SELECT c.id, c.t FROM c WHERE c.t >= 100 ORDER BY c.t",
+	} {
+		cont, last := "", -1
+		for i := range 30 {
+			page, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: q, MaxItems: 10, Continuation: cont})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Rows) != 10 || page.Examined > 15 || page.Continuation == "" {
+				t.Fatalf("%s, page %d: %d rows, %d examined, continuation %q; want 10 rows, about 10 examined and more", q, i, len(page.Rows), page.Examined, page.Continuation)
+			}
+			var first struct{ T int }
+			if err := json.Unmarshal(page.Rows[0], &first); err != nil {
+				t.Fatal(err)
+			}
+			if last >= 0 && (first.T == last || first.T > last == strings.HasSuffix(q, "DESC")) {
+				t.Fatalf("%s, page %d starts at t = %d after %d", q, i, first.T, last)
+			}
+			var end struct{ T int }
+			if err := json.Unmarshal(page.Rows[9], &end); err != nil {
+				t.Fatal(err)
+			}
+			cont, last = page.Continuation, end.T
+		}
+	}
 }
 
 // TestExactLookupsSkipWhere: SELECT * with a WHERE that one exact index

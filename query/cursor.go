@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/lethe-db/lethe/jsonv"
 )
@@ -147,6 +148,71 @@ func sortedMembers(o *jsonv.Object) []int {
 	}
 	sort.Slice(idx, func(a, b int) bool { return o.Key(idx[a]) < o.Key(idx[b]) })
 	return idx
+}
+
+// decodeScalarKey decodes the scalar key (undefined, null, a boolean, a
+// number or a string) at the start of b, as appendKey encoded it with desc.
+// ok is false for other encodings and for bytes appendKey cannot produce.
+func decodeScalarKey(b []byte, desc bool) (v jsonv.Value, undefined, ok bool) {
+	at := func(i int) byte {
+		if desc {
+			return ^b[i]
+		}
+		return b[i]
+	}
+	if len(b) == 0 {
+		return nil, false, false
+	}
+	switch at(0) {
+	case tagUndefined:
+		return nil, true, true
+	case tagNull:
+		return nil, false, true
+	case tagFalse:
+		return false, false, true
+	case tagTrue:
+		return true, false, true
+	case tagNumber:
+		if len(b) < 9 {
+			return nil, false, false
+		}
+		var u uint64
+		for i := 1; i <= 8; i++ {
+			u = u<<8 | uint64(at(i))
+		}
+		if u>>63 == 1 {
+			u &^= 1 << 63
+		} else {
+			u = ^u
+		}
+		f := math.Float64frombits(u)
+		if math.IsNaN(f) || math.IsInf(f, 0) || f == 0 && math.Signbit(f) { // never encoded
+			return nil, false, false
+		}
+		return jsonv.NumberFromFloat(f), false, true
+	case tagString:
+		var s []byte
+		for i := 1; i+1 < len(b); i++ {
+			c := at(i)
+			if c != 0 {
+				s = append(s, c)
+				continue
+			}
+			switch at(i + 1) {
+			case 0xFF:
+				s = append(s, 0)
+				i++
+			case 0x01:
+				if !utf8.Valid(s) {
+					return nil, false, false
+				}
+				return string(s), false, true
+			default:
+				return nil, false, false
+			}
+		}
+	}
+	return nil, false, false
 }
 
 // appendSeqOrd appends a streaming position.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/lethe-db/lethe/jsonv"
@@ -135,4 +136,76 @@ func TestKeyProperties(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDecodeScalarKey: every scalar key decodes from its encoding, in both
+// directions, whatever follows it; other encodings do not decode.
+func TestDecodeScalarKey(t *testing.T) {
+	num := func(s string) jsonv.Value { return jsonv.Number(s) }
+	scalars := []jsonv.Value{
+		undefined, nil, false, true,
+		num("-1e308"), num("-2.5"), num("-1"), num("-1e-300"), num("0"), num("1e-300"), num("1"), num("3.25"), num("9007199254740993"), num("1e308"),
+		"", "\x00", "\x00\x00", "a\x00b", "ab", "é", "😀", string(make([]byte, 300)),
+	}
+	for _, desc := range []bool{false, true} {
+		for _, v := range scalars {
+			enc := appendKey(nil, v, desc)
+			for _, tail := range [][]byte{nil, appendKey(nil, "next", desc), {0, 0, 0, 0, 0, 0, 0, 1}} {
+				got, undef, ok := decodeScalarKey(append(slices.Clip(enc), tail...), desc)
+				if !ok || undef != (v == undefined) {
+					t.Fatalf("%#v (desc %v, then %x): decoded %#v, undefined %v, ok %v", v, desc, tail, got, undef, ok)
+				}
+				if v != undefined && !bytes.Equal(appendKey(nil, got, desc), enc) {
+					t.Errorf("%#v (desc %v): decoded %#v, which encodes differently", v, desc, got)
+				}
+			}
+			if len(enc) > 1 {
+				if _, _, ok := decodeScalarKey(enc[:len(enc)-1], desc); ok {
+					t.Errorf("%#v (desc %v): a truncated encoding decoded", v, desc)
+				}
+			}
+		}
+		for _, v := range []jsonv.Value{[]jsonv.Value{}, jsonv.NewObject(0)} {
+			if _, _, ok := decodeScalarKey(appendKey(nil, v, desc), desc); ok {
+				t.Errorf("%#v (desc %v) decoded as a scalar", v, desc)
+			}
+		}
+	}
+}
+
+// FuzzResumeFirstKey feeds arbitrary cursors to ResumeFirstKey. It must
+// never panic, and a key it decodes must encode to the cursor's first bytes.
+func FuzzResumeFirstKey(f *testing.F) {
+	for _, desc := range []bool{false, true} {
+		for _, v := range []jsonv.Value{nil, true, jsonv.Number("-2.5"), "a\x00b", undefined} {
+			f.Add(append([]byte{cursorOrder}, appendKey(nil, v, desc)...), desc)
+		}
+	}
+	asc, err := Parse("SELECT c.id FROM c ORDER BY c.k")
+	if err != nil {
+		f.Fatal(err)
+	}
+	desc, err := Parse("SELECT c.id FROM c ORDER BY c.k DESC")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, cursor []byte, isDesc bool) {
+		q := asc
+		if isDesc {
+			q = desc
+		}
+		v, undef, ok := q.ResumeFirstKey(cursor)
+		if !ok {
+			return
+		}
+		var enc []byte
+		if undef {
+			enc = appendKey(nil, undefined, isDesc)
+		} else {
+			enc = appendKey(nil, v, isDesc)
+		}
+		if !bytes.HasPrefix(cursor[1:], enc) {
+			t.Fatalf("cursor %x decoded to %#v (undefined %v), which encodes to %x", cursor, v, undef, enc)
+		}
+	})
 }

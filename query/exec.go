@@ -238,6 +238,20 @@ func (q *Query) ReadsOnlyRaw() bool {
 	return whole
 }
 
+// ResumeFirstKey returns the first ORDER BY key of the row at after, for an
+// ORDER BY query (no DISTINCT, GROUP BY or aggregate): a source that yields
+// documents in first-key order (ExecOptions.SortedByFirstKey) may resume at
+// the documents with that key, inclusive, since Execute skips the rows up to
+// after. undefined reports a row whose first key is undefined. ok is false
+// for other queries, a nil or foreign cursor, and keys that are not scalars.
+func (q *Query) ResumeFirstKey(after Cursor) (key jsonv.Value, undefined, ok bool) {
+	s := q.stmt
+	if s.plan != planOrder || len(s.OrderBy) == 0 || len(after) < 2 || after[0] != cursorOrder {
+		return nil, false, false
+	}
+	return decodeScalarKey(after[1:], s.OrderBy[0].Desc)
+}
+
 // Filters reports whether the query has a WHERE clause: without one, every
 // document of its source qualifies (ExecOptions.WhereHolds holds).
 func (q *Query) Filters() bool { return q.stmt.Where != nil }
