@@ -202,6 +202,10 @@ type indexSource struct {
 	from    uint64
 	opened  bool
 
+	// race, if set, yields the candidates instead (a partition-scoped
+	// equality, see equalityRace).
+	race *equalityRace
+
 	scanned int // index entries read so far
 }
 
@@ -251,6 +255,10 @@ func (x *indexSource) gather() error {
 // seek restarts at the first candidate with sequence number >= seq.
 func (x *indexSource) seek(seq uint64) {
 	x.look.reset()
+	if x.race != nil {
+		x.race.seek(seq)
+		return
+	}
 	if x.stream {
 		x.close()
 		x.from, x.opened = seq, false
@@ -298,6 +306,12 @@ func (x *indexSource) advance(c *rangeCursor) error {
 
 // next returns the next candidate in sequence order, false at the end.
 func (x *indexSource) next() (candidate, bool, error) {
+	if rc := x.race; rc != nil {
+		before := rc.read
+		c, ok, err := rc.next()
+		x.scanned += rc.read - before
+		return c, ok, err
+	}
 	if !x.stream {
 		if !x.gathered {
 			if err := x.gather(); err != nil {
@@ -411,6 +425,9 @@ type recordSource interface {
 }
 
 func (x *indexSource) close() {
+	if x.race != nil {
+		x.race.close()
+	}
 	for _, c := range x.cursors {
 		if c.ok {
 			_ = c.it.Close() // read errors were returned by Next

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/fnv"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -249,6 +250,9 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 		if usable && plan.spec.kind <= filterIn {
 			src := s.indexSource(r, plan, filter, lookAhead)
 			sp := sourcePlan{path: plan.spec.path}
+			if src.race = s.partitionRace(r, plan, pk, filter); src.race != nil {
+				return src, sp // its partition's candidates need WHERE
+			}
 			// A WHERE that is this one lookup, over values the index holds
 			// exactly, holds for every document it yields: SELECT * then
 			// returns their stored JSON without parsing it.
@@ -285,6 +289,20 @@ func (s *scope) inOrder(r kv.Reader, pk lethe.PartitionKey, filter *docFilter, l
 	src := &docSource{docReader: newDocReader(s, r, lookAhead), filter: filter}
 	src.rawOnly = rawOnly
 	return src
+}
+
+// partitionRace returns the race between an equality plan and the
+// partition's entries (see equalityRace), for a query scoped to partition
+// key pk whose plan is one equality on another path; nil otherwise.
+func (s *scope) partitionRace(r kv.Reader, plan *indexPlan, pk lethe.PartitionKey, filter *docFilter) *equalityRace {
+	if plan.spec.kind != filterEq || len(plan.ranges) != 1 {
+		return nil
+	}
+	part, ok := s.partitionPlan(pk)
+	if !ok || slices.Equal(part.spec.path, plan.spec.path) {
+		return nil
+	}
+	return newEqualityRace(r, plan.ranges[0], part.ranges[0], filter)
 }
 
 // partitionPlan returns an equality plan on the container's first partition
