@@ -250,8 +250,8 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 		if usable && plan.spec.kind <= filterIn {
 			src := s.indexSource(r, plan, filter, lookAhead)
 			sp := sourcePlan{path: plan.spec.path}
-			if src.race = s.partitionRace(r, plan, pk, filter); src.race != nil {
-				return src, sp // its partition's candidates need WHERE
+			if src.race = s.equalityRace(r, plan, filters, pk, filter); src.race != nil {
+				return src, sp // a candidate from another list needs WHERE
 			}
 			// A WHERE that is this one lookup, over values the index holds
 			// exactly, holds for every document it yields: SELECT * then
@@ -291,18 +291,38 @@ func (s *scope) inOrder(r kv.Reader, pk lethe.PartitionKey, filter *docFilter, l
 	return src
 }
 
-// partitionRace returns the race between an equality plan and the
-// partition's entries (see equalityRace), for a query scoped to partition
-// key pk whose plan is one equality on another path; nil otherwise.
-func (s *scope) partitionRace(r kv.Reader, plan *indexPlan, pk lethe.PartitionKey, filter *docFilter) *equalityRace {
+// maxRaceLists bounds the lists an equalityRace reads in turns: the race
+// costs about the cheapest list times their number.
+const maxRaceLists = 4
+
+// equalityRace returns the race (see equalityRace) between plan, one
+// equality, and the index lists of the other equalities among filters on
+// indexed paths, and of the partition when the query is scoped to partition
+// key pk; nil when there is no other list.
+func (s *scope) equalityRace(r kv.Reader, plan *indexPlan, filters []filterSpec, pk lethe.PartitionKey, filter *docFilter) *equalityRace {
 	if plan.spec.kind != filterEq || len(plan.ranges) != 1 {
 		return nil
 	}
-	part, ok := s.partitionPlan(pk)
-	if !ok || slices.Equal(part.spec.path, plan.spec.path) {
+	paths := [][]string{plan.spec.path}
+	ranges := []keyRange{plan.ranges[0]}
+	add := func(p *indexPlan, ok bool) {
+		if !ok || len(ranges) == maxRaceLists || p.spec.kind != filterEq || len(p.ranges) != 1 ||
+			slices.ContainsFunc(paths, func(q []string) bool { return slices.Equal(q, p.spec.path) }) {
+			return
+		}
+		paths = append(paths, p.spec.path)
+		ranges = append(ranges, p.ranges[0])
+	}
+	add(s.partitionPlan(pk))
+	for _, f := range filters {
+		if f.kind == filterEq && len(f.values) == 1 {
+			add(s.planIndex([]filterSpec{f}))
+		}
+	}
+	if len(ranges) == 1 {
 		return nil
 	}
-	return newEqualityRace(r, plan.ranges[0], part.ranges[0], filter)
+	return newEqualityRace(r, ranges, filter)
 }
 
 // partitionPlan returns an equality plan on the container's first partition

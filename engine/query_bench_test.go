@@ -199,7 +199,8 @@ func BenchmarkQueryLaterPage(b *testing.B) {
 // 1,000 partitions of 20 (loaded partition by partition): a value most
 // documents share, whose index list holds every partition's, and a value
 // one document holds. The first should cost about the partition, the second
-// about its one entry (see equalityRace).
+// about its one entry (see equalityRace); and, across partitions, the
+// common value and the one-document value together.
 //
 //	go test ./engine -run '^$' -bench PartitionEquality -benchmem
 func BenchmarkPartitionEquality(b *testing.B) {
@@ -208,7 +209,7 @@ func BenchmarkPartitionEquality(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	e, err := Open(context.Background(), Options{Store: store, DisableBackground: true})
+	e, err := Open(context.Background(), Options{Store: store, DisableBackground: true, ServeAllCrossPartitionQueries: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -232,15 +233,19 @@ func BenchmarkPartitionEquality(b *testing.B) {
 			b.Fatalf("load: %v", err)
 		}
 	}
-	for _, q := range []struct{ name, text string }{
-		{"common-value", "SELECT * FROM c WHERE c.type = 'order'"},
-		{"one-document", "SELECT * FROM c WHERE c.oid = 14005"},
+	for _, q := range []struct {
+		name, text string
+		pk         lethe.PartitionKey
+	}{
+		{"common-value", "SELECT * FROM c WHERE c.type = 'order'", lethe.PartitionKey{"p700"}},
+		{"one-document", "SELECT * FROM c WHERE c.oid = 14005", lethe.PartitionKey{"p700"}},
+		{"cross-partition-two-values", "SELECT * FROM c WHERE c.type = 'order' AND c.oid = 14006", nil},
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			b.ReportAllocs()
 			rows := 0
 			for range b.N {
-				page, err := e.QueryDocuments(ctx, "db", "c", QueryOptions{Text: q.text, PK: lethe.PartitionKey{"p700"}, MaxItems: 10})
+				page, err := e.QueryDocuments(ctx, "db", "c", QueryOptions{Text: q.text, PK: q.pk, MaxItems: 10})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -94,6 +94,14 @@ func TestIndexedQueriesEqualScans(t *testing.T) {
 		"SELECT c.id FROM c WHERE STARTSWITH(c.m, 'L') ORDER BY c.m DESC, c.id",
 		"SELECT c.id FROM c ORDER BY c.m",
 		"SELECT c.id FROM c WHERE c.n = 3 ORDER BY c.m DESC",
+		// several equalities: their index lists are read in turns
+		"SELECT c.id FROM c WHERE c.v = 'a' AND c.o.w = 1",
+		"SELECT c.id, c.m FROM c WHERE c.o.w = 'b' AND c.v = true",
+		"SELECT c.id FROM c WHERE c.m = '" + strings.Repeat("L", 130) + "z' AND c.o.w = 2",
+		"SELECT c.id FROM c WHERE c.v = null AND c.o.w = null",
+		"SELECT c.id FROM c WHERE c.v = 'a' AND c.pk = 'p' AND c.o.w = 1",
+		"SELECT TOP 2 c.id FROM c WHERE c.pk = 'p' AND c.o.w = 'a'",
+		"SELECT c.id FROM c WHERE c.m = 'ab' AND c.v = 'ab'",
 	}
 	params := map[string]jsonv.Value{"n": jsonv.Number("4")}
 	for _, q := range queries {

@@ -7,28 +7,27 @@ import (
 	"github.com/lethe-db/lethe/kv"
 )
 
-// A partition-scoped query whose WHERE has an equality on another indexed
-// path has two ways to find its documents, both in sequence order: the
-// equality's entries, kept when they belong to the partition (an entry's
-// value is the document's key, so that costs no lookup), or the partition's
-// entries, whose documents must be looked up for WHERE to judge them. Which
-// is cheaper depends on data no statistic tells: "type = 'order'" across a
-// million users is a long list of which one partition holds a few, while
-// "orderId = @id" in a partition of a million documents is a list of one.
+// A query whose WHERE holds several equalities on indexed paths, or one
+// scoped to a partition whose WHERE has an equality on another path, has
+// several ways to find its documents, all in sequence order: the index list
+// of any one equality, or the partition's. Which is cheapest depends on data
+// no statistic tells: "type = 'order'" across a million users is a long list
+// of which one partition holds a few, while "orderId = @id" in a partition
+// of a million documents is a list of one.
 //
-// equalityRace runs both, in turns. Since each list alone yields every
-// match in sequence order, a turn continues from where the last one left
-// off: when a turn ends at sequence number n, the other list seeks to n+1.
-// Each turn has twice the budget of the one before, so whichever list is
-// the cheaper, the race costs a small multiple of it and never an unbounded
-// amount more (the doubling argument of searching on a line).
+// equalityRace reads them in turns. Since each list alone yields every match
+// in sequence order, a turn continues from where the last one left off: when
+// a turn ends at sequence number n, the next list seeks to n+1. Each turn has
+// twice the budget of the one before, so whichever list is the cheapest,
+// the race costs a small multiple of it (the doubling argument of searching
+// on a line), never the whole of a long list.
 type equalityRace struct {
-	sides  [2]raceSide // 0: the equality's entries; 1: the partition's
+	sides  []raceSide
 	turn   int
 	spent  int
 	budget int
 	filter *docFilter
-	read   int // entries read, both lists
+	read   int // entries read, all lists
 }
 
 // raceSide is one list of the race: a key range of index entries in
@@ -49,15 +48,17 @@ const (
 	raceFirstBudget = 64
 )
 
-func newEqualityRace(r kv.Reader, equality, partition keyRange, filter *docFilter) *equalityRace {
-	return &equalityRace{
-		sides:  [2]raceSide{{r: r, kr: equality}, {r: r, kr: partition}},
-		budget: raceFirstBudget,
-		filter: filter,
+// newEqualityRace returns the race between the lists of entries in ranges,
+// each a key range of entries in sequence order, the first read first.
+func newEqualityRace(r kv.Reader, ranges []keyRange, filter *docFilter) *equalityRace {
+	rc := &equalityRace{budget: raceFirstBudget, filter: filter}
+	for _, kr := range ranges {
+		rc.sides = append(rc.sides, raceSide{r: r, kr: kr})
 	}
+	return rc
 }
 
-// seek restarts both lists at sequence number seq, the equality first.
+// seek restarts every list at sequence number seq, the first list first.
 func (rc *equalityRace) seek(seq uint64) {
 	for i := range rc.sides {
 		rc.sides[i].seek(seq)
@@ -98,29 +99,28 @@ func (rs *raceSide) step() (uint64, []byte, bool, error) {
 	return 0, nil, false, err
 }
 
-// next returns the next candidate in sequence order: every match of the
-// equality in the partition, and, from the turns the partition's list
-// takes, the partition's other documents, which WHERE then rejects. The
-// candidate's suffix is valid until the next call.
+// next returns the next candidate in sequence order: every match, and the
+// other documents in scope of the lists whose turns read them, which WHERE
+// then rejects. The candidate's suffix is valid until the next call.
 func (rc *equalityRace) next() (candidate, bool, error) {
 	for {
 		side := &rc.sides[rc.turn]
 		seq, value, ok, err := side.step()
 		if err != nil || !ok {
-			// Either list alone is complete: its end is the end.
+			// Any list alone is complete: its end is the end.
 			return candidate{}, false, err
 		}
 		rc.read++
 		rc.spent++
 		in := rc.filter.match(value)
-		if in && rc.turn == 1 {
+		if in {
 			rc.spent += raceLookupCost
 		}
 		if rc.spent >= rc.budget {
-			// Everything up to seq is settled; the other list goes on after it.
-			other := 1 - rc.turn
-			rc.sides[other].seek(seq + 1)
-			rc.turn, rc.spent, rc.budget = other, 0, 2*rc.budget
+			// Everything up to seq is settled; the next list goes on after it.
+			rc.turn = (rc.turn + 1) % len(rc.sides)
+			rc.sides[rc.turn].seek(seq + 1)
+			rc.spent, rc.budget = 0, 2*rc.budget
 		}
 		if in {
 			return candidate{seq, value}, true, nil

@@ -8,24 +8,29 @@ import (
 	"github.com/lethe-db/lethe"
 )
 
-// TestPartitionEqualityRace: a query scoped to one partition whose WHERE is
-// an equality on another indexed path races the equality's entries against
-// the partition's (equalityRace). Its pages are the ones either list alone
-// gives, and what it reads stays within a small multiple of the cheaper
-// list, whether that is the partition (a common value, a small partition)
-// or the equality (a rare value, a large partition).
-func TestPartitionEqualityRace(t *testing.T) {
+// TestEqualityRace: a query whose WHERE holds equalities on several indexed
+// paths, or one scoped to a partition with an equality on another path,
+// reads those index lists in turns (equalityRace). Its pages are the ones a
+// single list or a scan gives, and it is charged at most a small multiple of
+// the cheapest single list, whether that is the partition (a common value, a
+// small partition), a rare value in a large partition, or the rarer of two
+// values across partitions.
+func TestEqualityRace(t *testing.T) {
 	te := newTestEngine(t)
 	te.mustDB("db")
 	// race: the default policy. equality: the partition key path left out,
-	// so the equality's entries are read alone. partition: the equality
-	// paths left out, so the partition's entries are read alone.
+	// so a partition's query reads the equality's list alone. partition: the
+	// equality paths left out, so it reads the partition's list alone (or,
+	// across partitions, scans). single: only /type indexed, so an equality
+	// on type is read alone; oid: likewise for an equality on oid.
 	policies := map[string]string{
 		"race":      "",
 		"equality":  `,"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/pk/?"}]}`,
 		"partition": `,"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/type/?"},{"path":"/oid/?"},{"path":"/g/?"}]}`,
+		"single":    `,"indexingPolicy":{"includedPaths":[{"path":"/type/?"}],"excludedPaths":[{"path":"/*"}]}`,
+		"oid":       `,"indexingPolicy":{"includedPaths":[{"path":"/oid/?"}],"excludedPaths":[{"path":"/*"}]}`,
 	}
-	names := []string{"race", "equality", "partition"}
+	names := []string{"race", "equality", "partition", "single", "oid"}
 	for _, name := range names {
 		if _, err := te.CreateContainer(ctx, "db", []byte(`{"id":"`+name+`","partitionKey":{"paths":["/pk"],"kind":"Hash"}`+policies[name]+`}`)); err != nil {
 			t.Fatal(err)
@@ -48,48 +53,72 @@ func TestPartitionEqualityRace(t *testing.T) {
 			}
 		}
 	}
-	queries := []string{
-		"SELECT c.id FROM c WHERE c.type = 'order'",
-		"SELECT c.id, c.oid FROM c WHERE c.type = 'user'",
-		"SELECT c.id FROM c WHERE c.oid = 2997",
-		"SELECT c.id FROM c WHERE c.oid = 2998",
-		"SELECT c.id FROM c WHERE c.g = 3 AND c.type = 'user'",
-		"SELECT TOP 3 c.id FROM c WHERE c.type = 'user'",
-		"SELECT c.id FROM c WHERE c.type = 'order' OFFSET 4 LIMIT 9",
+	// run reads every page of text in each container: their rows and the
+	// sum of their charges.
+	run := func(text string, key lethe.PartitionKey, size int) (pages [][][]string, charges []float64) {
+		for _, name := range names {
+			var ps [][]string
+			charge := 0.0
+			opts := QueryOptions{Text: text, PK: key, MaxItems: size}
+			for range 3000 {
+				page, err := te.QueryDocuments(ctx, "db", name, opts)
+				if err != nil {
+					t.Fatalf("%s %v %q: %v", name, key, text, err)
+				}
+				var rows []string
+				for _, r := range page.Rows {
+					rows = append(rows, string(r))
+				}
+				ps = append(ps, rows)
+				charge += page.Charge
+				if opts.Continuation = page.Continuation; opts.Continuation == "" {
+					break
+				}
+			}
+			pages, charges = append(pages, ps), append(charges, charge)
+		}
+		for i := 1; i < len(names); i++ {
+			if !slices.EqualFunc(pages[0], pages[i], slices.Equal) {
+				t.Fatalf("%v %q, page size %d: the race gives pages %.300v, %s %.300v", key, text, size, pages[0], names[i], pages[i])
+			}
+		}
+		return pages, charges
+	}
+	// bounded checks the race's charge against the cheapest of the others.
+	bounded := func(text string, key lethe.PartitionKey, size int, charges []float64, others ...int) {
+		best := charges[others[0]]
+		for _, i := range others[1:] {
+			best = min(best, charges[i])
+		}
+		if charges[0] > 2*best+3 {
+			t.Errorf("%v %q, page size %d: the race charged %.1f, the others %v; want at most twice the cheapest", key, text, size, charges[0], charges[1:])
+		}
 	}
 	for _, key := range []string{"big", "p5", "p7"} {
-		for _, text := range queries {
+		for _, text := range []string{
+			"SELECT c.id FROM c WHERE c.type = 'order'",
+			"SELECT c.id, c.oid FROM c WHERE c.type = 'user'",
+			"SELECT c.id FROM c WHERE c.oid = 2997",
+			"SELECT c.id FROM c WHERE c.oid = 2998",
+			"SELECT TOP 3 c.id FROM c WHERE c.type = 'user'",
+			"SELECT c.id FROM c WHERE c.type = 'order' OFFSET 4 LIMIT 9",
+		} {
 			for _, size := range []int{1, 7, 50} {
-				var pages [3][][]string
-				var charge [3]float64
-				for i, name := range names {
-					opts := QueryOptions{Text: text, PK: lethe.PartitionKey{key}, MaxItems: size}
-					for range 3000 {
-						page, err := te.QueryDocuments(ctx, "db", name, opts)
-						if err != nil {
-							t.Fatalf("%s %s %q: %v", name, key, text, err)
-						}
-						var rows []string
-						for _, r := range page.Rows {
-							rows = append(rows, string(r))
-						}
-						pages[i] = append(pages[i], rows)
-						charge[i] += page.Charge
-						if opts.Continuation = page.Continuation; opts.Continuation == "" {
-							break
-						}
-					}
-				}
-				for i := 1; i < 3; i++ {
-					if !slices.EqualFunc(pages[0], pages[i], slices.Equal) {
-						t.Fatalf("%s %q, page size %d: the race gives pages %.300v, the %s list alone %.300v", key, text, size, pages[0], names[i], pages[i])
-					}
-				}
-				// Charges count entries and documents read.
-				if best := min(charge[1], charge[2]); charge[0] > 2*best+3 {
-					t.Errorf("%s %q, page size %d: the race charged %.1f, the equality alone %.1f, the partition alone %.1f; want at most twice the cheaper",
-						key, text, size, charge[0], charge[1], charge[2])
-				}
+				_, charges := run(text, lethe.PartitionKey{key}, size)
+				bounded(text, lethe.PartitionKey{key}, size, charges, 1, 2) // the equality's list or the partition's
+			}
+		}
+	}
+	for _, text := range []string{
+		"SELECT c.id FROM c WHERE c.type = 'user' AND c.g = 3",
+		"SELECT c.id FROM c WHERE c.type = 'order' AND c.oid = 2998",
+		"SELECT c.id FROM c WHERE c.type = 'user' AND c.g = 3 AND c.oid = 15",
+		"SELECT c.id FROM c WHERE c.oid = 1500 AND c.type = 'user'",
+	} {
+		for _, key := range []lethe.PartitionKey{nil, {"big"}} {
+			for _, size := range []int{1, 7, 50} {
+				_, charges := run(text, key, size)
+				bounded(text, key, size, charges, 3, 4, 2) // type's list, oid's, or a scan (the partition's list)
 			}
 		}
 	}
