@@ -295,34 +295,32 @@ func (s *scope) inOrder(r kv.Reader, pk lethe.PartitionKey, filter *docFilter, l
 // costs about the cheapest list times their number.
 const maxRaceLists = 4
 
-// equalityRace returns the race (see equalityRace) between plan, one
-// equality, and the index lists of the other equalities among filters on
-// indexed paths, and of the partition when the query is scoped to partition
-// key pk; nil when there is no other list.
+// equalityRace returns the race (see equalityRace) between plan, an
+// equality or IN, and the index lists of the other equalities and INs among
+// filters on indexed paths, and of the partition when the query is scoped
+// to partition key pk; nil when there is no other list.
 func (s *scope) equalityRace(r kv.Reader, plan *indexPlan, filters []filterSpec, pk lethe.PartitionKey, filter *docFilter) *equalityRace {
-	if plan.spec.kind != filterEq || len(plan.ranges) != 1 {
-		return nil
-	}
-	paths := [][]string{plan.spec.path}
-	ranges := []keyRange{plan.ranges[0]}
+	var paths [][]string
+	var lists [][]keyRange
 	add := func(p *indexPlan, ok bool) {
-		if !ok || len(ranges) == maxRaceLists || p.spec.kind != filterEq || len(p.ranges) != 1 ||
+		if !ok || len(lists) == maxRaceLists || p.spec.kind > filterIn ||
 			slices.ContainsFunc(paths, func(q []string) bool { return slices.Equal(q, p.spec.path) }) {
 			return
 		}
 		paths = append(paths, p.spec.path)
-		ranges = append(ranges, p.ranges[0])
+		lists = append(lists, p.ranges)
 	}
+	add(plan, true)
 	add(s.partitionPlan(pk))
 	for _, f := range filters {
-		if f.kind == filterEq && len(f.values) == 1 {
+		if f.kind <= filterIn {
 			add(s.planIndex([]filterSpec{f}))
 		}
 	}
-	if len(ranges) == 1 {
+	if len(lists) < 2 {
 		return nil
 	}
-	return newEqualityRace(r, ranges, filter)
+	return newEqualityRace(r, lists, filter)
 }
 
 // partitionPlan returns an equality plan on the container's first partition

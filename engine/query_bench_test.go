@@ -239,6 +239,7 @@ func BenchmarkPartitionEquality(b *testing.B) {
 	}{
 		{"common-value", "SELECT * FROM c WHERE c.type = 'order'", lethe.PartitionKey{"p700"}},
 		{"one-document", "SELECT * FROM c WHERE c.oid = 14005", lethe.PartitionKey{"p700"}},
+		{"common-values-in", "SELECT * FROM c WHERE c.type IN ('order', 'refund')", lethe.PartitionKey{"p700"}},
 		{"cross-partition-two-values", "SELECT * FROM c WHERE c.type = 'order' AND c.oid = 14006", nil},
 	} {
 		b.Run(q.name, func(b *testing.B) {

@@ -101,6 +101,8 @@ func TestIndexedQueriesEqualScans(t *testing.T) {
 		"SELECT c.id FROM c WHERE c.v = null AND c.o.w = null",
 		"SELECT c.id FROM c WHERE c.v = 'a' AND c.pk = 'p' AND c.o.w = 1",
 		"SELECT TOP 2 c.id FROM c WHERE c.pk = 'p' AND c.o.w = 'a'",
+		"SELECT c.id FROM c WHERE c.v IN ('a', 'b') AND c.o.w IN (1, 2)",
+		"SELECT c.id FROM c WHERE c.n IN (3, 4, 5) AND c.v = true",
 		"SELECT c.id FROM c WHERE c.m = 'ab' AND c.v = 'ab'",
 	}
 	params := map[string]jsonv.Value{"n": jsonv.Number("4")}

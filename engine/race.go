@@ -30,15 +30,25 @@ type equalityRace struct {
 	read   int // entries read, all lists
 }
 
-// raceSide is one list of the race: a key range of index entries in
-// sequence order, read from sequence number from on.
+// raceSide is one list of the race: the entries of one or more key ranges
+// (an equality's value, each value of an IN, a partition), each in sequence
+// order, merged, read from sequence number from on.
 type raceSide struct {
-	r      kv.Reader
-	kr     keyRange
-	it     kv.Iterator
-	from   uint64
-	opened bool
-	done   bool
+	r       kv.Reader
+	ranges  []keyRange
+	cursors []raceCursor
+	from    uint64
+	opened  bool
+	last    uint64 // the sequence number step returned last
+	stepped bool   // step has returned an entry since the side was opened
+}
+
+// raceCursor reads one range of a raceSide: it holds the entry at seq
+// while ok.
+type raceCursor struct {
+	it  kv.Iterator
+	seq uint64
+	ok  bool
 }
 
 // Costs of the race's steps, in entries read: a document lookup (and the
@@ -48,12 +58,12 @@ const (
 	raceFirstBudget = 64
 )
 
-// newEqualityRace returns the race between the lists of entries in ranges,
-// each a key range of entries in sequence order, the first read first.
-func newEqualityRace(r kv.Reader, ranges []keyRange, filter *docFilter) *equalityRace {
+// newEqualityRace returns the race between lists, each the key ranges of
+// one list, the first read first.
+func newEqualityRace(r kv.Reader, lists [][]keyRange, filter *docFilter) *equalityRace {
 	rc := &equalityRace{budget: raceFirstBudget, filter: filter}
-	for _, kr := range ranges {
-		rc.sides = append(rc.sides, raceSide{r: r, kr: kr})
+	for _, ranges := range lists {
+		rc.sides = append(rc.sides, raceSide{r: r, ranges: ranges})
 	}
 	return rc
 }
@@ -68,35 +78,68 @@ func (rc *equalityRace) seek(seq uint64) {
 
 func (rs *raceSide) seek(seq uint64) {
 	rs.close()
-	rs.from, rs.opened, rs.done = seq, false, false
+	rs.from, rs.opened, rs.stepped = seq, false, false
 }
 
 func (rs *raceSide) close() {
-	if rs.it != nil {
-		_ = rs.it.Close() // read errors were returned by step
-		rs.it = nil
+	for i := range rs.cursors {
+		if c := &rs.cursors[i]; c.it != nil {
+			_ = c.it.Close() // read errors were returned by step
+			c.it, c.ok = nil, false
+		}
 	}
 }
 
-// step reads the side's next entry: its sequence number and value (valid
-// until the next step); false at the end of the range.
-func (rs *raceSide) step() (uint64, []byte, bool, error) {
-	if rs.done {
-		return 0, nil, false, nil
-	}
+// step reads the side's next entry in sequence order: its sequence number,
+// its value (valid until the next step) and how many entries it read to
+// find it; false at the end. A document in two of the ranges (an array
+// holding two values of an IN) comes once.
+func (rs *raceSide) step() (seq uint64, value []byte, read int, ok bool, err error) {
 	if !rs.opened {
 		rs.opened = true
-		start := binary.BigEndian.AppendUint64(slices.Clip(rs.kr.start), rs.from)
-		rs.it = rs.r.Scan(start, rs.kr.end, false)
+		rs.cursors = rs.cursors[:0]
+		for _, kr := range rs.ranges {
+			start := binary.BigEndian.AppendUint64(slices.Clip(kr.start), rs.from)
+			rs.cursors = append(rs.cursors, raceCursor{it: rs.r.Scan(start, kr.end, false)})
+			c := &rs.cursors[len(rs.cursors)-1]
+			if err := c.advance(&read); err != nil {
+				return 0, nil, read, false, err
+			}
+		}
+	} else if rs.stepped {
+		for i := range rs.cursors {
+			if c := &rs.cursors[i]; c.ok && c.seq == rs.last {
+				if err := c.advance(&read); err != nil {
+					return 0, nil, read, false, err
+				}
+			}
+		}
 	}
-	if rs.it.Next() {
-		k := rs.it.Key()
-		return binary.BigEndian.Uint64(k[len(k)-8:]), rs.it.Value(), true, nil
+	var low *raceCursor
+	for i := range rs.cursors {
+		if c := &rs.cursors[i]; c.ok && (low == nil || c.seq < low.seq) {
+			low = c
+		}
 	}
-	rs.done = true
-	err := rs.it.Close()
-	rs.it = nil
-	return 0, nil, false, err
+	if low == nil {
+		return 0, nil, read, false, nil
+	}
+	rs.last, rs.stepped = low.seq, true
+	return low.seq, low.it.Value(), read, true, nil
+}
+
+// advance moves c to its range's next entry, counting it in *read.
+func (c *raceCursor) advance(read *int) error {
+	if c.it.Next() {
+		k := c.it.Key()
+		c.seq, c.ok = binary.BigEndian.Uint64(k[len(k)-8:]), true
+		*read++
+		return nil
+	}
+	c.ok = false
+	err := c.it.Close()
+	c.it = nil
+	return err
 }
 
 // next returns the next candidate in sequence order: every match, and the
@@ -105,13 +148,13 @@ func (rs *raceSide) step() (uint64, []byte, bool, error) {
 func (rc *equalityRace) next() (candidate, bool, error) {
 	for {
 		side := &rc.sides[rc.turn]
-		seq, value, ok, err := side.step()
+		seq, value, read, ok, err := side.step()
+		rc.read += read
+		rc.spent += read
 		if err != nil || !ok {
 			// Any list alone is complete: its end is the end.
 			return candidate{}, false, err
 		}
-		rc.read++
-		rc.spent++
 		in := rc.filter.match(value)
 		if in {
 			rc.spent += raceLookupCost
