@@ -2,9 +2,11 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"slices"
 	"sort"
 
+	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/query"
@@ -78,11 +80,15 @@ type orderedSource struct {
 	filter    *docFilter
 	prefix    []byte
 
-	ranges  []keyRange  // the plan's, narrowed by resume
-	ri      int         // next range
-	it      kv.Iterator // current range
-	pending []candidate // a regrouped run of cut strings, in order
-	tail    *docSource  // the undefined documents, once the index is done
+	ranges  []keyRange   // the plan's, narrowed by resume
+	ri      int          // next range
+	it      kv.Iterator  // current range
+	pending []candidate  // a regrouped run of cut strings, in order
+	tail    recordSource // the undefined documents, once the index is done
+	pk      lethe.PartitionKey
+	// budget, when positive, is how many index entries the source may read
+	// before it fails with errOrderedBudget (see queryPage).
+	budget  int
 	peeked  *peekedEntry
 	done    bool
 	scanned int // index entries read so far
@@ -90,9 +96,13 @@ type orderedSource struct {
 
 // orderedSource returns the source of plan's documents in scope, whose first
 // lookup takes lookAhead documents (see newLookAhead).
-func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, filter *docFilter, lookAhead int) *orderedSource {
-	return &orderedSource{docReader: newDocReader(s, r, lookAhead), plan: plan, filter: filter, prefix: indexPrefix(s.rid, plan.path), ranges: plan.ranges}
+func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, pk lethe.PartitionKey, filter *docFilter, lookAhead int) *orderedSource {
+	return &orderedSource{docReader: newDocReader(s, r, lookAhead), plan: plan, pk: pk, filter: filter, prefix: indexPrefix(s.rid, plan.path), ranges: plan.ranges}
 }
+
+// errOrderedBudget is an ordered source's failure once it has read its
+// budget of index entries.
+var errOrderedBudget = errors.New("engine: the ordered index read its budget")
 
 // resume starts the read at the documents whose first ORDER BY key is v,
 // inclusive, or (undefined) at the documents without it: the rows of every
@@ -177,7 +187,7 @@ func (x *orderedSource) Next() (*jsonv.Object, uint64, bool, error) {
 			x.done = true
 			return nil, 0, false, nil
 		}
-		x.tail = &docSource{docReader: newDocReader(x.s, x.r, x.look.n), filter: x.filter}
+		x.tail = x.s.inOrder(x.r, x.pk, x.filter, x.look.n, false)
 		x.tail.seek(0)
 	}
 	if x.done {
@@ -190,6 +200,9 @@ func (x *orderedSource) Next() (*jsonv.Object, uint64, bool, error) {
 // order, a run of cut strings regrouped by full value.
 func (x *orderedSource) next() (candidate, bool, error) {
 	for {
+		if x.budget > 0 && x.scanned >= x.budget {
+			return candidate{}, false, errOrderedBudget
+		}
 		var c candidate
 		if len(x.pending) > 0 {
 			c, x.pending = x.pending[0], x.pending[1:]
@@ -273,7 +286,7 @@ func (x *orderedSource) nextUndefined() (*jsonv.Object, uint64, bool, error) {
 		}
 		if valueAt(o, x.plan.path) == nil {
 			if _, present := lookupPath(o, x.plan.path); !present {
-				x.raw = x.tail.raw
+				x.raw = x.tail.Raw()
 				return o, seq, true, nil
 			}
 		}

@@ -422,6 +422,7 @@ type querySource interface {
 type recordSource interface {
 	querySource
 	nextRecord() (*docRecord, uint64, bool, error)
+	Raw() []byte
 }
 
 func (x *indexSource) close() {

@@ -183,21 +183,30 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 		return QueryPage{}, err
 	}
 	src, plan := s.querySource(r, q, opts.Params, opts.PK, filter, lookAhead)
-	defer src.close()
-	if tok.Cursor != nil {
-		if seq, ok := q.ResumeSeq(tok.Cursor); ok {
-			src.seek(seq)
-		} else if o, ok := src.(*orderedSource); ok {
-			if v, undefined, ok := q.ResumeFirstKey(tok.Cursor); ok {
-				o.resume(v, undefined)
+	execute := func(src querySource, plan sourcePlan) (*query.Page, error) {
+		if tok.Cursor != nil {
+			if seq, ok := q.ResumeSeq(tok.Cursor); ok {
+				src.seek(seq)
+			} else if o, ok := src.(*orderedSource); ok {
+				if v, undefined, ok := q.ResumeFirstKey(tok.Cursor); ok {
+					o.resume(v, undefined)
+				}
 			}
 		}
+		return q.Execute(src, query.ExecOptions{
+			Params: opts.Params, Now: precise, PageSize: pageSize(opts.MaxItems),
+			After: tok.Cursor, Emitted: tok.Emitted, WorkLimit: queryWorkLimit,
+			SortedByFirstKey: plan.sorted, Unordered: plan.sorted, WhereHolds: plan.whereHolds,
+		})
 	}
-	page, err := q.Execute(src, query.ExecOptions{
-		Params: opts.Params, Now: precise, PageSize: pageSize(opts.MaxItems),
-		After: tok.Cursor, Emitted: tok.Emitted, WorkLimit: queryWorkLimit,
-		SortedByFirstKey: plan.sorted, Unordered: plan.sorted, WhereHolds: plan.whereHolds,
-	})
+	var page *query.Page
+	var spent ru.Query // the work of abandoned attempts
+	if o, ok := src.(*orderedSource); ok {
+		page, src, plan, spent, err = s.orderedOrPartition(r, o, plan, opts.PK, filter, lookAhead, execute)
+	} else {
+		page, err = execute(src, plan)
+	}
+	defer src.close()
 	if err != nil {
 		return QueryPage{}, queryError(err)
 	}
@@ -205,6 +214,9 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	if err != nil {
 		return QueryPage{}, err
 	}
+	work.IndexEntries += spent.IndexEntries
+	work.Documents += spent.Documents
+	work.BytesLoaded += spent.BytesLoaded
 	out := QueryPage{Rows: page.Rows, ContainerRID: s.c.RID, Examined: work.Documents, RangeIDs: ranges}
 	if opts.IndexMetrics {
 		out.IndexMetrics = indexMetrics(plan.path)
@@ -217,6 +229,74 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	}
 	out.Charge = work.Charge()
 	return out, nil
+}
+
+// orderedFirstBudget is the index entries the first attempt of a
+// partition's ORDER BY may read in the index's order (see
+// orderedOrPartition); each later attempt may read four times as many.
+const orderedFirstBudget = 256
+
+// orderedOrPartition runs a page of an ORDER BY that the ordered index
+// serves, scoped to partition key pk. The index yields documents in order,
+// so a page usually reads a page; but the partition's documents may lie far
+// down the index, among every other partition's, while the partition itself
+// is small enough to read whole and sort. So the ordered read gets a budget
+// of entries; over it, the partition's entries are counted up to what the
+// budget would pay for their lookups: if they are all counted, the page
+// reads the partition, else the ordered read starts again with four times
+// the budget. The work is a small multiple of the cheaper way. Without a
+// partition (or with one the index does not hold), the ordered read has no
+// budget.
+func (s *scope) orderedOrPartition(r kv.Reader, o *orderedSource, plan sourcePlan, pk lethe.PartitionKey, filter *docFilter, lookAhead int,
+	execute func(querySource, sourcePlan) (*query.Page, error)) (*query.Page, querySource, sourcePlan, ru.Query, error) {
+	var spent ru.Query
+	part, ok := s.partitionPlan(pk)
+	if !ok || slices.Equal(part.spec.path, o.plan.path) {
+		page, err := execute(o, plan)
+		return page, o, plan, spent, err
+	}
+	for budget := orderedFirstBudget; ; budget *= 4 {
+		o.budget = budget
+		page, err := execute(o, plan)
+		if !errors.Is(err, errOrderedBudget) {
+			return page, o, plan, spent, err
+		}
+		w, _ := o.work()
+		o.close()
+		spent.IndexEntries += w.IndexEntries
+		spent.Documents += w.Documents
+		spent.BytesLoaded += w.BytesLoaded
+		n, complete, err := countEntries(r, part.ranges[0], filter, budget/raceLookupCost)
+		spent.IndexEntries += n
+		if err != nil {
+			return nil, o, plan, spent, err
+		}
+		if complete {
+			src := s.indexSource(r, part, filter, lookAhead)
+			page, err := execute(src, sourcePlan{path: o.plan.path})
+			return page, src, sourcePlan{path: o.plan.path}, spent, err
+		}
+		o = s.orderedSource(r, o.plan, pk, filter, lookAhead)
+	}
+}
+
+// countEntries counts the entries of kr in filter, reading at most max+1 of
+// them: complete reports that the range held at most max. read is the
+// entries read.
+func countEntries(r kv.Reader, kr keyRange, filter *docFilter, max int) (read int, complete bool, err error) {
+	it := r.Scan(kr.start, kr.end, false)
+	in := 0
+	for in <= max && it.Next() {
+		read++
+		if filter.match(it.Value()) {
+			in++
+		}
+	}
+	complete = in <= max
+	if err := it.Close(); err != nil {
+		return read, false, err
+	}
+	return read, complete, nil
 }
 
 // pkScope returns the key prefix of the documents a request's partition key
@@ -262,7 +342,7 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 			return src, sp
 		}
 		if op, ok := s.planOrdered(r, h, filters); ok {
-			return s.orderedSource(r, op, filter, lookAhead), sourcePlan{path: op.path, sorted: true}
+			return s.orderedSource(r, op, pk, filter, lookAhead), sourcePlan{path: op.path, sorted: true}
 		}
 		if usable {
 			return s.indexSource(r, plan, filter, lookAhead), sourcePlan{path: plan.spec.path}

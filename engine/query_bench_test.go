@@ -200,7 +200,8 @@ func BenchmarkQueryLaterPage(b *testing.B) {
 // documents share, whose index list holds every partition's, and a value
 // one document holds. The first should cost about the partition, the second
 // about its one entry (see equalityRace); and, across partitions, the
-// common value and the one-document value together.
+// common value and the one-document value together; and ORDER BY oid DESC
+// in a partition written early (last in that order) and late.
 //
 //	go test ./engine -run '^$' -bench PartitionEquality -benchmem
 func BenchmarkPartitionEquality(b *testing.B) {
@@ -241,6 +242,8 @@ func BenchmarkPartitionEquality(b *testing.B) {
 		{"one-document", "SELECT * FROM c WHERE c.oid = 14005", lethe.PartitionKey{"p700"}},
 		{"common-values-in", "SELECT * FROM c WHERE c.type IN ('order', 'refund')", lethe.PartitionKey{"p700"}},
 		{"cross-partition-two-values", "SELECT * FROM c WHERE c.type = 'order' AND c.oid = 14006", nil},
+		{"orderby-early-partition", "SELECT * FROM c ORDER BY c.oid DESC", lethe.PartitionKey{"p100"}},
+		{"orderby-late-partition", "SELECT * FROM c ORDER BY c.oid DESC", lethe.PartitionKey{"p999"}},
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			b.ReportAllocs()

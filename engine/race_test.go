@@ -31,11 +31,7 @@ func TestEqualityRace(t *testing.T) {
 		"oid":       `,"indexingPolicy":{"includedPaths":[{"path":"/oid/?"}],"excludedPaths":[{"path":"/*"}]}`,
 	}
 	names := []string{"race", "equality", "partition", "single", "oid"}
-	for _, name := range names {
-		if _, err := te.CreateContainer(ctx, "db", []byte(`{"id":"`+name+`","partitionKey":{"paths":["/pk"],"kind":"Hash"}`+policies[name]+`}`)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createContainers(t, te, names, policies)
 	// Partition "big" holds a third of the documents, p0..p39 the rest.
 	for i := range 3000 {
 		p := fmt.Sprintf("p%d", i%40)
@@ -58,24 +54,7 @@ func TestEqualityRace(t *testing.T) {
 	// sum of their charges.
 	run := func(text string, key lethe.PartitionKey, size int) (pages [][][]string, charges []float64) {
 		for _, name := range names {
-			var ps [][]string
-			charge := 0.0
-			opts := QueryOptions{Text: text, PK: key, MaxItems: size}
-			for range 3000 {
-				page, err := te.QueryDocuments(ctx, "db", name, opts)
-				if err != nil {
-					t.Fatalf("%s %v %q: %v", name, key, text, err)
-				}
-				var rows []string
-				for _, r := range page.Rows {
-					rows = append(rows, string(r))
-				}
-				ps = append(ps, rows)
-				charge += page.Charge
-				if opts.Continuation = page.Continuation; opts.Continuation == "" {
-					break
-				}
-			}
+			ps, charge := allPages(t, te, name, text, key, size)
 			pages, charges = append(pages, ps), append(charges, charge)
 		}
 		rowsSeen[text] += len(slices.Concat(pages[0]...))
@@ -133,4 +112,41 @@ func TestEqualityRace(t *testing.T) {
 			t.Errorf("%q: no rows in any scope; the test's data does not exercise it", text)
 		}
 	}
+}
+
+// createContainers creates a container on /pk in database "db" for each of
+// names, with the extra properties policies give it.
+func createContainers(t *testing.T, te *testEngine, names []string, policies map[string]string) {
+	t.Helper()
+	for _, name := range names {
+		if _, err := te.CreateContainer(ctx, "db", []byte(`{"id":"`+name+`","partitionKey":{"paths":["/pk"],"kind":"Hash"}`+policies[name]+`}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// allPages reads every page of text in container coll of database "db",
+// scoped to key: each page's rows, and the sum of their charges.
+func allPages(t *testing.T, te *testEngine, coll, text string, key lethe.PartitionKey, size int) ([][]string, float64) {
+	t.Helper()
+	var pages [][]string
+	charge := 0.0
+	opts := QueryOptions{Text: text, PK: key, MaxItems: size}
+	for range 3000 {
+		page, err := te.QueryDocuments(ctx, "db", coll, opts)
+		if err != nil {
+			t.Fatalf("%s %v %q: %v", coll, key, text, err)
+		}
+		var rows []string
+		for _, r := range page.Rows {
+			rows = append(rows, string(r))
+		}
+		pages = append(pages, rows)
+		charge += page.Charge
+		if opts.Continuation = page.Continuation; opts.Continuation == "" {
+			return pages, charge
+		}
+	}
+	t.Fatalf("%s %v %q: more than 3,000 pages", coll, key, text)
+	return nil, 0
 }
