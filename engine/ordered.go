@@ -87,7 +87,7 @@ type orderedSource struct {
 	tail    recordSource // the undefined documents, once the index is done
 	pk      lethe.PartitionKey
 	// budget, when positive, is how many index entries the source may read
-	// before it fails with errOrderedBudget (see queryPage).
+	// before it fails with errOverBudget (see planOrPartition).
 	budget  int
 	peeked  *peekedEntry
 	done    bool
@@ -100,9 +100,9 @@ func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, pk lethe.Partition
 	return &orderedSource{docReader: newDocReader(s, r, lookAhead), plan: plan, pk: pk, filter: filter, prefix: indexPrefix(s.rid, plan.path), ranges: plan.ranges}
 }
 
-// errOrderedBudget is an ordered source's failure once it has read its
-// budget of index entries.
-var errOrderedBudget = errors.New("engine: the ordered index read its budget")
+// errOverBudget is a source's failure once it has read its budget of
+// index entries (see planOrPartition).
+var errOverBudget = errors.New("engine: the plan read its budget of index entries")
 
 // resume starts the read at the documents whose first ORDER BY key is v,
 // inclusive, or (undefined) at the documents without it: the rows of every
@@ -201,7 +201,7 @@ func (x *orderedSource) Next() (*jsonv.Object, uint64, bool, error) {
 func (x *orderedSource) next() (candidate, bool, error) {
 	for {
 		if x.budget > 0 && x.scanned >= x.budget {
-			return candidate{}, false, errOrderedBudget
+			return candidate{}, false, errOverBudget
 		}
 		var c candidate
 		if len(x.pending) > 0 {

@@ -101,6 +101,9 @@ func TestPartitionReadsUseTheIndex(t *testing.T) {
 		"SELECT c.id FROM c WHERE c.n % 3 = 0",
 		"SELECT TOP 5 c.id FROM c",
 		"SELECT VALUE COUNT(1) FROM c",
+		// a range and a prefix: gathered across partitions, or the partition (gatherRace)
+		"SELECT c.id FROM c WHERE c.n >= 4",
+		"SELECT c.id FROM c WHERE STARTSWITH(c.id, 'd1')",
 	}
 	for _, sc := range scopes {
 		for _, text := range queries {
@@ -128,8 +131,12 @@ func TestPartitionReadsUseTheIndex(t *testing.T) {
 				if rows == 0 {
 					t.Fatalf("%s %v %q: no rows; the test's data does not exercise it", sc.coll, sc.key, text)
 				}
-				if chargeIndexed >= chargeScanned {
-					t.Errorf("%s %v %q, page size %d: charged %.2f through the index, %.2f by scan; want less",
+				// A range or prefix races its gathering against the
+				// partition's list (gatherRace): on this little data, a small
+				// multiple of gathering alone.
+				if ranged := strings.Contains(text, ">=") || strings.Contains(text, "STARTSWITH"); ranged && chargeIndexed > 2*chargeScanned+3 ||
+					!ranged && chargeIndexed >= chargeScanned {
+					t.Errorf("%s %v %q, page size %d: charged %.2f through the index, %.2f with the partition key path left out",
 						sc.coll, sc.key, text, size, chargeIndexed, chargeScanned)
 				}
 			}

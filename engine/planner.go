@@ -206,6 +206,11 @@ type indexSource struct {
 	// equality, see equalityRace).
 	race *equalityRace
 
+	plan *indexPlan
+	// gr, if set, yields a gathered plan's candidates, racing the
+	// partition's list (see gatherRace).
+	gr *gatherRace
+
 	scanned int // index entries read so far
 }
 
@@ -226,7 +231,7 @@ type rangeCursor struct {
 // until the first Next or seek.
 func (s *scope) indexSource(r kv.Reader, plan *indexPlan, filter *docFilter, lookAhead int) *indexSource {
 	stream := plan.spec.kind == filterEq || plan.spec.kind == filterIn
-	return &indexSource{docReader: newDocReader(s, r, lookAhead), ranges: plan.ranges, filter: filter, stream: stream}
+	return &indexSource{docReader: newDocReader(s, r, lookAhead), plan: plan, ranges: plan.ranges, filter: filter, stream: stream}
 }
 
 // gather reads every candidate of a non-streamed plan, sorted by sequence
@@ -237,19 +242,30 @@ func (x *indexSource) gather() error {
 		it := x.r.Scan(kr.start, kr.end, false)
 		for it.Next() {
 			x.scanned++
-			k := it.Key()
-			if !x.filter.match(it.Value()) {
-				continue
-			}
-			x.cands = append(x.cands, candidate{binary.BigEndian.Uint64(k[len(k)-8:]), append([]byte(nil), it.Value()...)})
+			x.collect(it)
 		}
 		if err := it.Close(); err != nil {
 			return err
 		}
 	}
+	x.sortCandidates()
+	return nil
+}
+
+// collect keeps the candidate at it's entry when it is in scope.
+func (x *indexSource) collect(it kv.Iterator) {
+	if !x.filter.match(it.Value()) {
+		return
+	}
+	k := it.Key()
+	x.cands = append(x.cands, candidate{binary.BigEndian.Uint64(k[len(k)-8:]), append([]byte(nil), it.Value()...)})
+}
+
+// sortCandidates orders the gathered candidates by sequence number, without
+// duplicates.
+func (x *indexSource) sortCandidates() {
 	slices.SortFunc(x.cands, func(a, b candidate) int { return cmp.Compare(a.seq, b.seq) })
 	x.cands = slices.CompactFunc(x.cands, func(a, b candidate) bool { return a.seq == b.seq })
-	return nil
 }
 
 // seek restarts at the first candidate with sequence number >= seq.
@@ -262,6 +278,10 @@ func (x *indexSource) seek(seq uint64) {
 	if x.stream {
 		x.close()
 		x.from, x.opened = seq, false
+		return
+	}
+	if x.gr != nil {
+		x.gr.seek(seq)
 		return
 	}
 	if !x.gathered {
@@ -312,12 +332,15 @@ func (x *indexSource) next() (candidate, bool, error) {
 		x.scanned += rc.read - before
 		return c, ok, err
 	}
-	if !x.stream {
-		if !x.gathered {
-			if err := x.gather(); err != nil {
-				return candidate{}, false, err
-			}
+	if x.gr != nil {
+		return x.gr.next(x)
+	}
+	if !x.stream && !x.gathered {
+		if err := x.gather(); err != nil {
+			return candidate{}, false, err
 		}
+	}
+	if !x.stream {
 		if x.i >= len(x.cands) {
 			return candidate{}, false, nil
 		}
@@ -428,6 +451,9 @@ type recordSource interface {
 func (x *indexSource) close() {
 	if x.race != nil {
 		x.race.close()
+	}
+	if x.gr != nil {
+		x.gr.close()
 	}
 	for _, c := range x.cursors {
 		if c.ok {

@@ -201,8 +201,9 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	}
 	var page *query.Page
 	var spent ru.Query // the work of abandoned attempts
-	if o, ok := src.(*orderedSource); ok {
-		page, src, plan, spent, err = s.orderedOrPartition(r, o, plan, opts.PK, filter, lookAhead, execute)
+	if attempt, path := s.budgeted(r, src, opts.PK, filter, lookAhead); attempt != nil {
+		src.close()
+		page, src, plan, spent, err = s.planOrPartition(r, attempt, path, plan, opts.PK, filter, lookAhead, execute)
 	} else {
 		page, err = execute(src, plan)
 	}
@@ -231,52 +232,73 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	return out, nil
 }
 
-// orderedFirstBudget is the index entries the first attempt of a
-// partition's ORDER BY may read in the index's order (see
-// orderedOrPartition); each later attempt may read four times as many.
-const orderedFirstBudget = 256
+// firstPlanBudget is the index entries the first attempt of a partition's
+// query may read in a plan whose cost is not bounded by the page (see
+// planOrPartition); each later attempt may read four times as many.
+const firstPlanBudget = 256
 
-// orderedOrPartition runs a page of an ORDER BY that the ordered index
-// serves, scoped to partition key pk. The index yields documents in order,
-// so a page usually reads a page; but the partition's documents may lie far
-// down the index, among every other partition's, while the partition itself
-// is small enough to read whole and sort. So the ordered read gets a budget
-// of entries; over it, the partition's entries are counted up to what the
-// budget would pay for their lookups: if they are all counted, the page
-// reads the partition, else the ordered read starts again with four times
-// the budget. The work is a small multiple of the cheaper way. Without a
-// partition (or with one the index does not hold), the ordered read has no
-// budget.
-func (s *scope) orderedOrPartition(r kv.Reader, o *orderedSource, plan sourcePlan, pk lethe.PartitionKey, filter *docFilter, lookAhead int,
+// budgeted returns, for a query scoped to partition key pk whose source
+// reads an ORDER BY in index order, a function that starts that source
+// afresh with a budget of index entries, and the path the plan reads; nil
+// when the source is not such a plan or the partition's list is not in the
+// index.
+func (s *scope) budgeted(r kv.Reader, src querySource, pk lethe.PartitionKey, filter *docFilter, lookAhead int) (func(budget int) querySource, []string) {
+	part, ok := s.partitionPlan(pk)
+	if !ok {
+		return nil, nil
+	}
+	switch x := src.(type) {
+	case *orderedSource:
+		if slices.Equal(part.spec.path, x.plan.path) {
+			return nil, nil
+		}
+		return func(budget int) querySource {
+			o := s.orderedSource(r, x.plan, pk, filter, lookAhead)
+			o.budget = budget
+			return o
+		}, x.plan.path
+	}
+	return nil, nil
+}
+
+// planOrPartition runs a page of an ORDER BY scoped to partition key pk that
+// the ordered index serves (see budgeted): the index yields documents in
+// order, so a page usually reads a page, but the partition's documents may
+// lie far down the index, among every other partition's, while the
+// partition itself is small enough to read whole and sort. So the plan gets a
+// budget of index entries; over it, the partition's entries are counted up
+// to what the budget would pay for their lookups: if they are all counted,
+// the page reads the partition, else the plan starts again with four times
+// the budget. The work is a small multiple of the cheaper way, and the
+// work of abandoned attempts is charged.
+func (s *scope) planOrPartition(r kv.Reader, attempt func(budget int) querySource, path []string, plan sourcePlan, pk lethe.PartitionKey, filter *docFilter, lookAhead int,
 	execute func(querySource, sourcePlan) (*query.Page, error)) (*query.Page, querySource, sourcePlan, ru.Query, error) {
 	var spent ru.Query
-	part, ok := s.partitionPlan(pk)
-	if !ok || slices.Equal(part.spec.path, o.plan.path) {
-		page, err := execute(o, plan)
-		return page, o, plan, spent, err
-	}
-	for budget := orderedFirstBudget; ; budget *= 4 {
-		o.budget = budget
-		page, err := execute(o, plan)
-		if !errors.Is(err, errOrderedBudget) {
-			return page, o, plan, spent, err
+	part, _ := s.partitionPlan(pk)
+	for budget := firstPlanBudget; ; budget *= 4 {
+		src := attempt(budget)
+		page, err := execute(src, plan)
+		if !errors.Is(err, errOverBudget) {
+			return page, src, plan, spent, err
 		}
-		w, _ := o.work()
-		o.close()
-		spent.IndexEntries += w.IndexEntries
+		// Every entry the attempt read is charged, not only those of the
+		// documents it took.
+		w, _ := src.work()
+		src.close()
+		spent.IndexEntries += src.(candidates).entriesRead()
 		spent.Documents += w.Documents
 		spent.BytesLoaded += w.BytesLoaded
 		n, complete, err := countEntries(r, part.ranges[0], filter, budget/raceLookupCost)
 		spent.IndexEntries += n
 		if err != nil {
-			return nil, o, plan, spent, err
+			return nil, src, plan, spent, err
 		}
 		if complete {
-			src := s.indexSource(r, part, filter, lookAhead)
-			page, err := execute(src, sourcePlan{path: o.plan.path})
-			return page, src, sourcePlan{path: o.plan.path}, spent, err
+			part := s.indexSource(r, part, filter, lookAhead)
+			p := sourcePlan{path: path}
+			page, err := execute(part, p)
+			return page, part, p, spent, err
 		}
-		o = s.orderedSource(r, o.plan, pk, filter, lookAhead)
 	}
 }
 
@@ -345,7 +367,11 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 			return s.orderedSource(r, op, pk, filter, lookAhead), sourcePlan{path: op.path, sorted: true}
 		}
 		if usable {
-			return s.indexSource(r, plan, filter, lookAhead), sourcePlan{path: plan.spec.path}
+			src := s.indexSource(r, plan, filter, lookAhead)
+			if part, ok := s.partitionPlan(pk); ok && !slices.Equal(part.spec.path, plan.spec.path) {
+				src.gr = newGatherRace(r, part.ranges[0])
+			}
+			return src, sourcePlan{path: plan.spec.path}
 		}
 	}
 	// SELECT * without WHERE returns every document's stored JSON unparsed.

@@ -200,8 +200,9 @@ func BenchmarkQueryLaterPage(b *testing.B) {
 // documents share, whose index list holds every partition's, and a value
 // one document holds. The first should cost about the partition, the second
 // about its one entry (see equalityRace); and, across partitions, the
-// common value and the one-document value together; and ORDER BY oid DESC
-// in a partition written early (last in that order) and late.
+// common value and the one-document value together; ORDER BY oid DESC in
+// a partition written early (last in that order) and late; and a range most
+// documents fall in, and one that five do.
 //
 //	go test ./engine -run '^$' -bench PartitionEquality -benchmem
 func BenchmarkPartitionEquality(b *testing.B) {
@@ -244,6 +245,8 @@ func BenchmarkPartitionEquality(b *testing.B) {
 		{"cross-partition-two-values", "SELECT * FROM c WHERE c.type = 'order' AND c.oid = 14006", nil},
 		{"orderby-early-partition", "SELECT * FROM c ORDER BY c.oid DESC", lethe.PartitionKey{"p100"}},
 		{"orderby-late-partition", "SELECT * FROM c ORDER BY c.oid DESC", lethe.PartitionKey{"p999"}},
+		{"range-common", "SELECT * FROM c WHERE c.oid >= 2000", lethe.PartitionKey{"p100"}},
+		{"range-rare", "SELECT * FROM c WHERE c.oid >= 19995", lethe.PartitionKey{"p999"}},
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"encoding/binary"
 	"slices"
 
@@ -175,4 +176,114 @@ func (rc *equalityRace) close() {
 	for i := range rc.sides {
 		rc.sides[i].close()
 	}
+}
+
+// gatherRace serves a plan whose entries are not in sequence order (a
+// range, a prefix: gathered whole and sorted before the first candidate)
+// in a query scoped to a partition. Gathering reads the plan's entries of
+// every partition; the partition's list, in sequence order, yields a page
+// after about a page of its documents when they match, but every one of
+// them when few do. So the two take turns of doubling budgets, as in
+// equalityRace: the partition's turns return candidates in order, the
+// gathering's collect; once the gathering is complete, the gathered
+// candidates continue after the last one the partition returned.
+type gatherRace struct {
+	part   raceSide
+	ri     int         // the plan's next range to gather
+	it     kv.Iterator // the plan's range being gathered
+	done   bool        // every entry of the plan is gathered
+	turn   int         // 0: gathering; 1: the partition
+	spent  int
+	budget int
+	after  uint64 // candidates from here on remain (inclusive)
+}
+
+func newGatherRace(r kv.Reader, partition keyRange) *gatherRace {
+	return &gatherRace{part: raceSide{r: r, ranges: []keyRange{partition}}, budget: raceFirstBudget}
+}
+
+// seek restarts at sequence number seq; what was gathered stays.
+func (g *gatherRace) seek(seq uint64) {
+	g.part.seek(seq)
+	g.after, g.turn, g.spent, g.budget = seq, 0, 0, raceFirstBudget
+}
+
+func (g *gatherRace) close() {
+	g.part.close()
+	if g.it != nil {
+		_ = g.it.Close()
+		g.it = nil
+	}
+}
+
+// next returns x's next candidate in sequence order.
+func (g *gatherRace) next(x *indexSource) (candidate, bool, error) {
+	for {
+		if g.done {
+			if x.i < len(x.cands) && x.cands[x.i].seq < g.after {
+				x.i, _ = slices.BinarySearchFunc(x.cands, g.after, func(c candidate, t uint64) int { return cmp.Compare(c.seq, t) })
+			}
+			if x.i >= len(x.cands) {
+				return candidate{}, false, nil
+			}
+			x.i++
+			return x.cands[x.i-1], true, nil
+		}
+		if g.turn == 0 {
+			if err := g.gather(x); err != nil {
+				return candidate{}, false, err
+			}
+			continue
+		}
+		seq, value, read, ok, err := g.part.step()
+		x.scanned += read
+		g.spent += read
+		if err != nil || !ok {
+			return candidate{}, false, err // the partition's list alone is complete
+		}
+		in := x.filter.match(value)
+		if in {
+			g.spent += raceLookupCost
+		}
+		if g.spent >= g.budget {
+			g.turn, g.spent, g.budget = 0, 0, 2*g.budget
+		}
+		g.after = seq + 1
+		if in {
+			return candidate{seq, value}, true, nil
+		}
+	}
+}
+
+// gather reads the plan's entries for one turn, or to their end.
+func (g *gatherRace) gather(x *indexSource) error {
+	for g.spent < g.budget {
+		if g.it == nil {
+			if g.ri == len(x.ranges) {
+				x.sortCandidates()
+				x.i, g.done = 0, true
+				return nil
+			}
+			kr := x.ranges[g.ri]
+			g.ri++
+			g.it = x.r.Scan(kr.start, kr.end, false)
+		}
+		if !g.it.Next() {
+			err := g.it.Close()
+			g.it = nil
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		x.scanned++
+		g.spent++
+		x.collect(g.it)
+	}
+	g.turn, g.spent, g.budget = 1, 0, 2*g.budget
+	g.part.from = g.after // the partition's list goes on from here
+	if g.part.opened {
+		g.part.seek(g.after)
+	}
+	return nil
 }
