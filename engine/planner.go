@@ -282,6 +282,7 @@ func (x *indexSource) seek(seq uint64) {
 	}
 	if x.gr != nil {
 		x.gr.seek(seq)
+		x.i = 0 // what was gathered stays; next finds seq in it
 		return
 	}
 	if !x.gathered {

@@ -280,10 +280,7 @@ func (g *gatherRace) gather(x *indexSource) error {
 		g.spent++
 		x.collect(g.it)
 	}
+	// The partition's list goes on where its last turn stopped.
 	g.turn, g.spent, g.budget = 1, 0, 2*g.budget
-	g.part.from = g.after // the partition's list goes on from here
-	if g.part.opened {
-		g.part.seek(g.after)
-	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/jsonv"
+	"github.com/lethe-db/lethe/kv"
 )
 
 // TestEqualityRace: a query whose WHERE holds equalities on several indexed
@@ -149,4 +151,72 @@ func allPages(t *testing.T, te *testEngine, coll, text string, key lethe.Partiti
 	}
 	t.Fatalf("%s %v %q: more than 3,000 pages", coll, key, text)
 	return nil, 0
+}
+
+// TestGatherRaceSeeks: a partition-scoped range source (gatherRace) yields
+// the partition's matches in sequence order, and after a seek, fresh or once
+// drained, the ones from that sequence number on.
+func TestGatherRaceSeeks(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", "")
+	for i := range 600 {
+		body := fmt.Sprintf(`{"id":"d%d","pk":"p%d","n":%d}`, i, i%3, i%50)
+		if _, err := te.CreateDocument(ctx, DocRef{DB: "db", Coll: "c", PK: pk(fmt.Sprintf("p%d", i%3))}, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	zero := jsonv.Number("0")
+	err := te.store.View(ctx, func(r kv.Reader) error {
+		s, err := te.scope(r, "db", "c", te.clock.Now().Unix())
+		if err != nil {
+			return err
+		}
+		filter, _, err := s.filter(pk("p1"), true, Scope{})
+		if err != nil {
+			return err
+		}
+		plan, ok := s.planIndex([]filterSpec{{path: []string{"n"}, kind: filterRange, lo: zero, hasLo: true, loIncl: true}})
+		part, pok := s.partitionPlan(pk("p1"))
+		if !ok || !pok {
+			t.Fatal("not planned")
+		}
+		source := func() *indexSource {
+			src := s.indexSource(r, plan, filter, 0)
+			src.gr = newGatherRace(r, part.ranges[0])
+			return src
+		}
+		drain := func(src *indexSource) []uint64 {
+			var got []uint64
+			for {
+				_, seq, ok, err := src.Next()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					return got
+				}
+				got = append(got, seq)
+			}
+		}
+		all := drain(source())
+		if len(all) != 200 || !slices.IsSorted(all) || len(slices.Compact(slices.Clone(all))) != 200 {
+			t.Fatalf("%d documents, want the partition's 200 in increasing order: %v", len(all), all)
+		}
+		fresh := source()
+		fresh.seek(all[57])
+		if got := drain(fresh); !slices.Equal(got, all[57:]) {
+			t.Errorf("a fresh source sought to %d gives %v, want %v", all[57], got, all[57:])
+		}
+		drained := source()
+		drain(drained)
+		drained.seek(all[123])
+		if got := drain(drained); !slices.Equal(got, all[123:]) {
+			t.Errorf("a drained source sought to %d gives %v, want %v", all[123], got, all[123:])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
