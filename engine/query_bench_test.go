@@ -108,15 +108,7 @@ func BenchmarkQueryFirstPage(b *testing.B) {
 	for _, q := range queries {
 		b.Run(q.name, func(b *testing.B) {
 			b.ReportAllocs()
-			rows := 0
-			for range b.N {
-				page, err := e.QueryDocuments(ctx, "db", "idx", QueryOptions{Text: q.text, PK: q.pk, MaxItems: 10})
-				if err != nil {
-					b.Fatal(err)
-				}
-				rows = len(page.Rows)
-			}
-			if rows != 10 {
+			if rows := benchPages(b, e, "idx", QueryOptions{Text: q.text, PK: q.pk, MaxItems: 10}); rows != 10 {
 				b.Fatalf("%d rows, want a page of 10", rows)
 			}
 		})
@@ -179,15 +171,7 @@ func BenchmarkQueryLaterPage(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			rows := 0
-			for range b.N {
-				page, err := e.QueryDocuments(ctx, "db", "idx", QueryOptions{Text: q.text, PK: q.pk, MaxItems: 10, Continuation: cont})
-				if err != nil {
-					b.Fatal(err)
-				}
-				rows = len(page.Rows)
-			}
-			if rows != 10 {
+			if rows := benchPages(b, e, "idx", QueryOptions{Text: q.text, PK: q.pk, MaxItems: 10, Continuation: cont}); rows != 10 {
 				b.Fatalf("%d rows, want a page of 10", rows)
 			}
 		})
@@ -250,17 +234,23 @@ func BenchmarkPartitionEquality(b *testing.B) {
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			b.ReportAllocs()
-			rows := 0
-			for range b.N {
-				page, err := e.QueryDocuments(ctx, "db", "c", QueryOptions{Text: q.text, PK: q.pk, MaxItems: 10})
-				if err != nil {
-					b.Fatal(err)
-				}
-				rows = len(page.Rows)
-			}
-			if rows == 0 {
+			if benchPages(b, e, "c", QueryOptions{Text: q.text, PK: q.pk, MaxItems: 10}) == 0 {
 				b.Fatal("no rows")
 			}
 		})
 	}
+}
+
+// benchPages runs the query page opts b.N times in container coll of
+// database "db" and returns the rows of the last.
+func benchPages(b *testing.B, e *Engine, coll string, opts QueryOptions) int {
+	rows := 0
+	for range b.N {
+		page, err := e.QueryDocuments(ctx, "db", coll, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows = len(page.Rows)
+	}
+	return rows
 }
