@@ -202,11 +202,9 @@ type indexSource struct {
 	from    uint64
 	opened  bool
 
-	// race, if set, yields the candidates instead (a partition-scoped
-	// equality, see equalityRace).
+	// race, if set, yields a streamed plan's candidates instead, racing
+	// other equalities' lists or the partition's (see equalityRace).
 	race *equalityRace
-
-	plan *indexPlan
 	// gr, if set, yields a gathered plan's candidates, racing the
 	// partition's list (see gatherRace).
 	gr *gatherRace
@@ -231,7 +229,7 @@ type rangeCursor struct {
 // until the first Next or seek.
 func (s *scope) indexSource(r kv.Reader, plan *indexPlan, filter *docFilter, lookAhead int) *indexSource {
 	stream := plan.spec.kind == filterEq || plan.spec.kind == filterIn
-	return &indexSource{docReader: newDocReader(s, r, lookAhead), plan: plan, ranges: plan.ranges, filter: filter, stream: stream}
+	return &indexSource{docReader: newDocReader(s, r, lookAhead), ranges: plan.ranges, filter: filter, stream: stream}
 }
 
 // gather reads every candidate of a non-streamed plan, sorted by sequence

@@ -243,22 +243,19 @@ const firstPlanBudget = 256
 // when the source is not such a plan or the partition's list is not in the
 // index.
 func (s *scope) budgeted(r kv.Reader, src querySource, pk lethe.PartitionKey, filter *docFilter, lookAhead int) (func(budget int) querySource, []string) {
-	part, ok := s.partitionPlan(pk)
+	x, ok := src.(*orderedSource)
 	if !ok {
 		return nil, nil
 	}
-	switch x := src.(type) {
-	case *orderedSource:
-		if slices.Equal(part.spec.path, x.plan.path) {
-			return nil, nil
-		}
-		return func(budget int) querySource {
-			o := s.orderedSource(r, x.plan, pk, filter, lookAhead)
-			o.budget = budget
-			return o
-		}, x.plan.path
+	part, ok := s.partitionPlan(pk)
+	if !ok || slices.Equal(part.spec.path, x.plan.path) {
+		return nil, nil
 	}
-	return nil, nil
+	return func(budget int) querySource {
+		o := s.orderedSource(r, x.plan, pk, filter, lookAhead)
+		o.budget = budget
+		return o
+	}, x.plan.path
 }
 
 // planOrPartition runs a page of an ORDER BY scoped to partition key pk that
