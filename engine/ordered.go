@@ -87,11 +87,16 @@ type orderedSource struct {
 	tail    recordSource // the undefined documents, once the index is done
 	pk      lethe.PartitionKey
 	// budget, when positive, is how many index entries the source may read
-	// before it fails with errOverBudget (see planOrPartition).
-	budget  int
-	peeked  *peekedEntry
-	done    bool
-	scanned int // index entries read so far
+	// before it counts the entries of partition, the partition's list, up
+	// to what the budget would pay for their lookups: if they are all
+	// counted, the source fails with errOverBudget, for the page to read the
+	// partition instead (see planOrPartition); otherwise it goes on with
+	// four times the budget.
+	budget    int
+	partition keyRange
+	peeked    *peekedEntry
+	done      bool
+	scanned   int // index entries read so far
 }
 
 // orderedSource returns the source of plan's documents in scope, whose first
@@ -201,7 +206,15 @@ func (x *orderedSource) Next() (*jsonv.Object, uint64, bool, error) {
 func (x *orderedSource) next() (candidate, bool, error) {
 	for {
 		if x.budget > 0 && x.scanned >= x.budget {
-			return candidate{}, false, errOverBudget
+			n, small, err := countEntries(x.r, x.partition, x.filter, x.budget/raceLookupCost)
+			x.scanned += n
+			switch {
+			case err != nil:
+				return candidate{}, false, err
+			case small:
+				return candidate{}, false, errOverBudget
+			}
+			x.budget *= 4
 		}
 		var c candidate
 		if len(x.pending) > 0 {

@@ -201,9 +201,8 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	}
 	var page *query.Page
 	var spent ru.Query // the work of abandoned attempts
-	if attempt, path := s.budgeted(r, src, opts.PK, filter, lookAhead); attempt != nil {
-		src.close()
-		page, src, plan, spent, err = s.planOrPartition(r, attempt, path, plan, opts.PK, filter, lookAhead, execute)
+	if o := s.budgeted(src, opts.PK); o != nil {
+		page, src, plan, spent, err = s.planOrPartition(r, o, plan, opts.PK, filter, lookAhead, execute)
 	} else {
 		page, err = execute(src, plan)
 	}
@@ -232,71 +231,57 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	return out, nil
 }
 
-// firstPlanBudget is the index entries the first attempt of a partition's
-// query may read in a plan whose cost is not bounded by the page (see
-// planOrPartition); each later attempt may read four times as many.
+// firstPlanBudget is the index entries a partition's ORDER BY may read in
+// the index's order before it first looks at the partition's size (see
+// planOrPartition).
 const firstPlanBudget = 256
 
 // budgeted returns, for a query scoped to partition key pk whose source
-// reads an ORDER BY in index order, a function that starts that source
-// afresh with a budget of index entries, and the path the plan reads; nil
-// when the source is not such a plan or the partition's list is not in the
-// index.
-func (s *scope) budgeted(r kv.Reader, src querySource, pk lethe.PartitionKey, filter *docFilter, lookAhead int) (func(budget int) querySource, []string) {
+// reads an ORDER BY in index order, the source with a budget (see
+// orderedSource.budget); nil when the source is not such a plan or the
+// partition's list is not in the index.
+func (s *scope) budgeted(src querySource, pk lethe.PartitionKey) *orderedSource {
 	x, ok := src.(*orderedSource)
 	if !ok {
-		return nil, nil
+		return nil
 	}
 	part, ok := s.partitionPlan(pk)
 	if !ok || slices.Equal(part.spec.path, x.plan.path) {
-		return nil, nil
+		return nil
 	}
-	return func(budget int) querySource {
-		o := s.orderedSource(r, x.plan, pk, filter, lookAhead)
-		o.budget = budget
-		return o
-	}, x.plan.path
+	x.budget, x.partition = firstPlanBudget, part.ranges[0]
+	return x
 }
 
 // planOrPartition runs a page of an ORDER BY scoped to partition key pk that
-// the ordered index serves (see budgeted): the index yields documents in
-// order, so a page usually reads a page, but the partition's documents may
-// lie far down the index, among every other partition's, while the
-// partition itself is small enough to read whole and sort. So the plan gets a
-// budget of index entries; over it, the partition's entries are counted up
-// to what the budget would pay for their lookups: if they are all counted,
-// the page reads the partition, else the plan starts again with four times
-// the budget. The work is a small multiple of the cheaper way, and the
-// work of abandoned attempts is charged.
-func (s *scope) planOrPartition(r kv.Reader, attempt func(budget int) querySource, path []string, plan sourcePlan, pk lethe.PartitionKey, filter *docFilter, lookAhead int,
+// the ordered index serves: the index yields documents in order, so a page
+// usually reads a page, but the partition's documents may lie far down the
+// index, among every other partition's, while the partition itself is
+// small enough to read whole and sort. Each time the ordered read has used
+// its budget of entries, it counts the partition's, up to what the budget
+// would pay for their lookups, and gives up for the partition when they are
+// all counted; else it goes on with four times the budget. The work is a
+// small multiple of the cheaper way, and the work of the abandoned read is
+// charged.
+func (s *scope) planOrPartition(r kv.Reader, o *orderedSource, plan sourcePlan, pk lethe.PartitionKey, filter *docFilter, lookAhead int,
 	execute func(querySource, sourcePlan) (*query.Page, error)) (*query.Page, querySource, sourcePlan, ru.Query, error) {
 	var spent ru.Query
-	part, _ := s.partitionPlan(pk)
-	for budget := firstPlanBudget; ; budget *= 4 {
-		src := attempt(budget)
-		page, err := execute(src, plan)
-		if !errors.Is(err, errOverBudget) {
-			return page, src, plan, spent, err
-		}
-		// Every entry the attempt read is charged, not only those of the
-		// documents it took.
-		w, _ := src.work()
-		src.close()
-		spent.IndexEntries += src.(candidates).entriesRead()
-		spent.Documents += w.Documents
-		spent.BytesLoaded += w.BytesLoaded
-		n, complete, err := countEntries(r, part.ranges[0], filter, budget/raceLookupCost)
-		spent.IndexEntries += n
-		if err != nil {
-			return nil, src, plan, spent, err
-		}
-		if complete {
-			part := s.indexSource(r, part, filter, lookAhead)
-			p := sourcePlan{path: path}
-			page, err := execute(part, p)
-			return page, part, p, spent, err
-		}
+	page, err := execute(o, plan)
+	if !errors.Is(err, errOverBudget) {
+		return page, o, plan, spent, err
 	}
+	// Every entry the abandoned read read is charged, not only those of the
+	// documents it took.
+	w, _ := o.work()
+	o.close()
+	spent.IndexEntries += o.entriesRead()
+	spent.Documents += w.Documents
+	spent.BytesLoaded += w.BytesLoaded
+	part, _ := s.partitionPlan(pk)
+	src := s.indexSource(r, part, filter, lookAhead)
+	p := sourcePlan{path: o.plan.path}
+	page, err = execute(src, p)
+	return page, src, p, spent, err
 }
 
 // countEntries counts the entries of kr in filter, reading at most max+1 of
