@@ -100,7 +100,8 @@ func (s *scope) readFeedPage(r kv.Reader, opts FeedOptions, lookAhead int) (Feed
 		return FeedPage{}, err
 	}
 	page.RangeIDs = ranges
-	src := s.inOrder(r, opts.PK, filter, lookAhead, false)
+	part, _ := s.partitionPlan(opts.PK)
+	src := s.inOrder(r, part, filter, lookAhead, false)
 	src.seek(after + 1)
 	defer src.close()
 	bytesOut := 0

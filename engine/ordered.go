@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/query"
@@ -85,24 +84,23 @@ type orderedSource struct {
 	it      kv.Iterator  // current range
 	pending []candidate  // a regrouped run of cut strings, in order
 	tail    recordSource // the undefined documents, once the index is done
-	pk      lethe.PartitionKey
+	part    *indexPlan   // the partition's list, when scoped to one (see partitionPlan)
 	// budget, when positive, is how many index entries the source may read
-	// before it counts the entries of partition, the partition's list, up
-	// to what the budget would pay for their lookups: if they are all
-	// counted, the source fails with errOverBudget, for the page to read the
+	// before it counts the entries of part, the partition's list, up to
+	// what the budget would pay for their lookups: if they are all counted,
+	// the source fails with errOverBudget, for the page to read the
 	// partition instead (see planOrPartition); otherwise it goes on with
 	// four times the budget.
-	budget    int
-	partition keyRange
-	peeked    *peekedEntry
-	done      bool
-	scanned   int // index entries read so far
+	budget  int
+	peeked  *peekedEntry
+	done    bool
+	scanned int // index entries read so far
 }
 
 // orderedSource returns the source of plan's documents in scope, whose first
 // lookup takes lookAhead documents (see newLookAhead).
-func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, pk lethe.PartitionKey, filter *docFilter, lookAhead int) *orderedSource {
-	return &orderedSource{docReader: newDocReader(s, r, lookAhead), plan: plan, pk: pk, filter: filter, prefix: indexPrefix(s.rid, plan.path), ranges: plan.ranges}
+func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, part *indexPlan, filter *docFilter, lookAhead int) *orderedSource {
+	return &orderedSource{docReader: newDocReader(s, r, lookAhead), plan: plan, part: part, filter: filter, prefix: indexPrefix(s.rid, plan.path), ranges: plan.ranges}
 }
 
 // errOverBudget is a source's failure once it has read its budget of
@@ -192,7 +190,7 @@ func (x *orderedSource) Next() (*jsonv.Object, uint64, bool, error) {
 			x.done = true
 			return nil, 0, false, nil
 		}
-		x.tail = x.s.inOrder(x.r, x.pk, x.filter, x.look.n, false)
+		x.tail = x.s.inOrder(x.r, x.part, x.filter, x.look.n, false)
 		x.tail.seek(0)
 	}
 	if x.done {
@@ -206,7 +204,7 @@ func (x *orderedSource) Next() (*jsonv.Object, uint64, bool, error) {
 func (x *orderedSource) next() (candidate, bool, error) {
 	for {
 		if x.budget > 0 && x.scanned >= x.budget {
-			n, small, err := countEntries(x.r, x.partition, x.filter, x.budget/raceLookupCost)
+			n, small, err := countEntries(x.r, x.part.ranges[0], x.filter, x.budget/raceLookupCost)
 			x.scanned += n
 			switch {
 			case err != nil:

@@ -182,7 +182,8 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	if err != nil {
 		return QueryPage{}, err
 	}
-	src, plan := s.querySource(r, q, opts.Params, opts.PK, filter, lookAhead)
+	part, _ := s.partitionPlan(opts.PK)
+	src, plan := s.querySource(r, q, opts.Params, part, filter, lookAhead)
 	execute := func(src querySource, plan sourcePlan) (*query.Page, error) {
 		if tok.Cursor != nil {
 			if seq, ok := q.ResumeSeq(tok.Cursor); ok {
@@ -201,8 +202,8 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	}
 	var page *query.Page
 	var spent ru.Query // the work of abandoned attempts
-	if o := s.budgeted(src, opts.PK); o != nil {
-		page, src, plan, spent, err = s.planOrPartition(r, o, plan, opts.PK, filter, lookAhead, execute)
+	if o := budgeted(src, part); o != nil {
+		page, src, plan, spent, err = s.planOrPartition(r, o, plan, part, filter, lookAhead, execute)
 	} else {
 		page, err = execute(src, plan)
 	}
@@ -236,24 +237,21 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 // planOrPartition).
 const firstPlanBudget = 256
 
-// budgeted returns, for a query scoped to partition key pk whose source
-// reads an ORDER BY in index order, the source with a budget (see
-// orderedSource.budget); nil when the source is not such a plan or the
-// partition's list is not in the index.
-func (s *scope) budgeted(src querySource, pk lethe.PartitionKey) *orderedSource {
+// budgeted returns, for a query scoped to a partition whose list is part
+// (see partitionPlan; nil for none) and whose source reads an ORDER BY in
+// index order, the source with a budget (see orderedSource.budget); nil when
+// the source is not such a plan.
+func budgeted(src querySource, part *indexPlan) *orderedSource {
 	x, ok := src.(*orderedSource)
-	if !ok {
+	if !ok || part == nil || slices.Equal(part.spec.path, x.plan.path) {
 		return nil
 	}
-	part, ok := s.partitionPlan(pk)
-	if !ok || slices.Equal(part.spec.path, x.plan.path) {
-		return nil
-	}
-	x.budget, x.partition = firstPlanBudget, part.ranges[0]
+	x.budget = firstPlanBudget
 	return x
 }
 
-// planOrPartition runs a page of an ORDER BY scoped to partition key pk that
+// planOrPartition runs a page of an ORDER BY scoped to the partition whose
+// list is part that
 // the ordered index serves: the index yields documents in order, so a page
 // usually reads a page, but the partition's documents may lie far down the
 // index, among every other partition's, while the partition itself is
@@ -263,7 +261,7 @@ func (s *scope) budgeted(src querySource, pk lethe.PartitionKey) *orderedSource 
 // all counted; else it goes on with four times the budget. The work is a
 // small multiple of the cheaper way, and the work of the abandoned read is
 // charged.
-func (s *scope) planOrPartition(r kv.Reader, o *orderedSource, plan sourcePlan, pk lethe.PartitionKey, filter *docFilter, lookAhead int,
+func (s *scope) planOrPartition(r kv.Reader, o *orderedSource, plan sourcePlan, part *indexPlan, filter *docFilter, lookAhead int,
 	execute func(querySource, sourcePlan) (*query.Page, error)) (*query.Page, querySource, sourcePlan, ru.Query, error) {
 	var spent ru.Query
 	page, err := execute(o, plan)
@@ -277,7 +275,6 @@ func (s *scope) planOrPartition(r kv.Reader, o *orderedSource, plan sourcePlan, 
 	spent.IndexEntries += o.entriesRead()
 	spent.Documents += w.Documents
 	spent.BytesLoaded += w.BytesLoaded
-	part, _ := s.partitionPlan(pk)
 	src := s.indexSource(r, part, filter, lookAhead)
 	p := sourcePlan{path: o.plan.path}
 	page, err = execute(src, p)
@@ -325,7 +322,7 @@ func (s *scope) pkScope(pk lethe.PartitionKey, allowPrefix bool) ([]byte, error)
 // querySource picks how a query reads the container: an index plan when the
 // index is usable and a WHERE conjunct can use it, else a scan in insertion
 // order. Partition scoping (a full key or a hierarchical prefix) applies either way.
-func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, pk lethe.PartitionKey, filter *docFilter, lookAhead int) (querySource, sourcePlan) {
+func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, part *indexPlan, filter *docFilter, lookAhead int) (querySource, sourcePlan) {
 	if s.c.indexUsable() {
 		h := q.Hints(params)
 		filters := filtersFromHints(h)
@@ -334,7 +331,7 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 		if usable && plan.spec.kind <= filterIn {
 			src := s.indexSource(r, plan, filter, lookAhead)
 			sp := sourcePlan{path: plan.spec.path}
-			if src.race = s.equalityRace(r, plan, filters, pk, filter); src.race != nil {
+			if src.race = s.equalityRace(r, plan, filters, part, filter); src.race != nil {
 				return src, sp // a candidate from another list needs WHERE
 			}
 			// A WHERE that is this one lookup, over values the index holds
@@ -346,11 +343,11 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 			return src, sp
 		}
 		if op, ok := s.planOrdered(r, h, filters); ok {
-			return s.orderedSource(r, op, pk, filter, lookAhead), sourcePlan{path: op.path, sorted: true}
+			return s.orderedSource(r, op, part, filter, lookAhead), sourcePlan{path: op.path, sorted: true}
 		}
 		if usable {
 			src := s.indexSource(r, plan, filter, lookAhead)
-			if part, ok := s.partitionPlan(pk); ok && !slices.Equal(part.spec.path, plan.spec.path) {
+			if part != nil && !slices.Equal(part.spec.path, plan.spec.path) {
 				src.gr = newGatherRace(r, part.ranges[0])
 			}
 			return src, sourcePlan{path: plan.spec.path}
@@ -358,19 +355,19 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 	}
 	// SELECT * without WHERE returns every document's stored JSON unparsed.
 	rawOnly := !q.Filters() && q.ReadsOnlyRaw()
-	src := s.inOrder(r, pk, filter, lookAhead, rawOnly)
+	src := s.inOrder(r, part, filter, lookAhead, rawOnly)
 	src.seek(0)
 	return src, sourcePlan{whereHolds: rawOnly}
 }
 
 // inOrder returns the source of the documents in filter in insertion order,
-// which reads nothing until it is sought: the documents of partition key (or
-// hierarchical prefix) pk through the index of the first partition key path
-// when it can (see partitionPlan), else a scan of the container's documents.
-// rawOnly: the executor reads only Raw, so documents are not parsed.
-func (s *scope) inOrder(r kv.Reader, pk lethe.PartitionKey, filter *docFilter, lookAhead int, rawOnly bool) recordSource {
-	if plan, ok := s.partitionPlan(pk); ok {
-		src := s.indexSource(r, plan, filter, lookAhead)
+// which reads nothing until it is sought: a partition's documents through
+// its list part (see partitionPlan) when there is one, else a scan of the
+// container's documents. rawOnly: the executor reads only Raw, so documents
+// are not parsed.
+func (s *scope) inOrder(r kv.Reader, part *indexPlan, filter *docFilter, lookAhead int, rawOnly bool) recordSource {
+	if part != nil {
+		src := s.indexSource(r, part, filter, lookAhead)
 		src.rawOnly = rawOnly
 		return src
 	}
@@ -385,9 +382,9 @@ const maxRaceLists = 4
 
 // equalityRace returns the race (see equalityRace) between plan, an
 // equality or IN, and the index lists of the other equalities and INs among
-// filters on indexed paths, and of the partition when the query is scoped
-// to partition key pk; nil when there is no other list.
-func (s *scope) equalityRace(r kv.Reader, plan *indexPlan, filters []filterSpec, pk lethe.PartitionKey, filter *docFilter) *equalityRace {
+// filters on indexed paths, and of the partition, part, when the query is
+// scoped to one (nil otherwise); nil when there is no other list.
+func (s *scope) equalityRace(r kv.Reader, plan *indexPlan, filters []filterSpec, part *indexPlan, filter *docFilter) *equalityRace {
 	var paths [][]string
 	var lists [][]keyRange
 	add := func(p *indexPlan, ok bool) {
@@ -399,7 +396,7 @@ func (s *scope) equalityRace(r kv.Reader, plan *indexPlan, filters []filterSpec,
 		lists = append(lists, p.ranges)
 	}
 	add(plan, true)
-	add(s.partitionPlan(pk))
+	add(part, part != nil)
 	for _, f := range filters {
 		if f.kind <= filterIn {
 			add(s.planIndex([]filterSpec{f}))

@@ -190,22 +190,7 @@ func BenchmarkQueryLaterPage(b *testing.B) {
 //
 //	go test ./engine -run '^$' -bench PartitionEquality -benchmem
 func BenchmarkPartitionEquality(b *testing.B) {
-	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	e, err := Open(context.Background(), Options{Store: store, DisableBackground: true, ServeAllCrossPartitionQueries: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
-	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`)); err != nil {
-		b.Fatal(err)
-	}
+	e := benchEngine(b, false)
 	for p := range 1000 {
 		ops := make([]BatchOp, 0, 20)
 		for j := range 20 {
@@ -263,22 +248,7 @@ func benchPages(b *testing.B, e *Engine, coll string, opts QueryOptions) int {
 //
 //	go test ./engine -run '^$' -bench PartitionOrderByInterleaved -benchmem
 func BenchmarkPartitionOrderByInterleaved(b *testing.B) {
-	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	e, err := Open(context.Background(), Options{Store: store, DisableBackground: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
-	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`)); err != nil {
-		b.Fatal(err)
-	}
+	e := benchEngine(b, false)
 	for i := range 20000 {
 		p := fmt.Sprintf("p%d", i%100)
 		if _, err := e.CreateDocument(ctx, DocRef{DB: "db", Coll: "c", PK: lethe.PartitionKey{p}}, []byte(fmt.Sprintf(`{"id":"d%d","pk":%q,"oid":%d}`, i, p, i))); err != nil {
