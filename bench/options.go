@@ -97,6 +97,14 @@ type Options struct {
 	// TTL is the time to live of the ttl and ttl-sustained workloads'
 	// documents, whole seconds. The default is 5s.
 	TTL time.Duration
+	// ContainerTTL is the defaultTtl of the containers of every workload
+	// but ttl and ttl-sustained (whose containers get -1, their documents
+	// a ttl of their own), as Cosmos DB has it: nil leaves time to live
+	// off; -1 turns it on with no default; n > 0 makes each document expire
+	// n seconds after its last write. Time to live on is how applications
+	// that keep sessions, events or caches run; with n shorter than the run,
+	// reads and queries meet expired documents and fail or find fewer.
+	ContainerTTL *int32
 	// Retries is the number of times the SDK retries a failed request.
 	// The default, 0, retries nothing: every failure is counted.
 	Retries int
@@ -214,6 +222,9 @@ func (o *Options) Validate() error {
 	}
 	if o.TTL < 0 || o.TTL%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("ttl %v must be a positive whole number of seconds", o.TTL))
+	}
+	if o.ContainerTTL != nil && (*o.ContainerTTL == 0 || *o.ContainerTTL < -1) {
+		errs = append(errs, fmt.Errorf("container ttl %d must be -1 or a positive number of seconds", *o.ContainerTTL))
 	}
 	if o.Spawn && o.ServerPID != 0 {
 		errs = append(errs, errors.New("spawn and server-pid do not go together: a spawned server is sampled anyway"))

@@ -43,21 +43,24 @@ type Params struct {
 	Spawn    bool   `json:"spawn"`
 	// Gateways is the number of gateways (spawned, or endpoints) the
 	// workers were spread over.
-	Gateways      int      `json:"gateways"`
-	ServeArgs     []string `json:"serve_args,omitempty"` // URL passwords redacted
-	Workloads     []string `json:"workloads"`
-	Docs          int      `json:"docs"`
-	DocSize       int      `json:"doc_size"`
-	Concurrency   int      `json:"concurrency"`
-	DurationSec   float64  `json:"duration_sec,omitempty"`
-	Ops           int64    `json:"ops,omitempty"`
-	Keys          string   `json:"keys"`
-	Partitions    int      `json:"partitions"`
-	WarmupSec     float64  `json:"warmup_sec"`
-	TTLSec        float64  `json:"ttl_sec"`
-	Retries       int      `json:"retries"`
-	Ceiling       bool     `json:"ceiling"`
-	FsyncProbeDir string   `json:"fsync_probe_dir,omitempty"`
+	Gateways    int      `json:"gateways"`
+	ServeArgs   []string `json:"serve_args,omitempty"` // URL passwords redacted
+	Workloads   []string `json:"workloads"`
+	Docs        int      `json:"docs"`
+	DocSize     int      `json:"doc_size"`
+	Concurrency int      `json:"concurrency"`
+	DurationSec float64  `json:"duration_sec,omitempty"`
+	Ops         int64    `json:"ops,omitempty"`
+	Keys        string   `json:"keys"`
+	Partitions  int      `json:"partitions"`
+	WarmupSec   float64  `json:"warmup_sec"`
+	TTLSec      float64  `json:"ttl_sec"`
+	// ContainerTTL is the defaultTtl of the containers of the workloads
+	// other than ttl and ttl-sustained; absent when time to live was off.
+	ContainerTTL  *int32 `json:"container_ttl,omitempty"`
+	Retries       int    `json:"retries"`
+	Ceiling       bool   `json:"ceiling"`
+	FsyncProbeDir string `json:"fsync_probe_dir,omitempty"`
 	// TimelineIntervalSec is the row interval of ttl-sustained's text
 	// timeline, and DataDirSize the endpoint's data directory it measured.
 	TimelineIntervalSec float64 `json:"timeline_interval_sec"`
@@ -240,8 +243,12 @@ func (r *Report) WriteText(w io.Writer) {
 	if p.Gateways > 1 {
 		clients += fmt.Sprintf(" over %d gateways", p.Gateways)
 	}
-	fmt.Fprintf(w, "run:      %s, %d-byte documents, %s after %vs warmup, %s keys over %d documents in %d partitions\n",
-		clients, p.DocSize, length, p.WarmupSec, p.Keys, p.Docs, p.Partitions)
+	ttl := "containers without defaultTtl"
+	if p.ContainerTTL != nil {
+		ttl = fmt.Sprintf("containers' defaultTtl %d", *p.ContainerTTL)
+	}
+	fmt.Fprintf(w, "run:      %s, %d-byte documents, %s after %vs warmup, %s keys over %d documents in %d partitions, %s\n",
+		clients, p.DocSize, length, p.WarmupSec, p.Keys, p.Docs, p.Partitions, ttl)
 	if f := r.Fsync; f != nil {
 		fmt.Fprintf(w, "fsync:    %s: %d KB write + fdatasync: median %.2f ms, p99 %.2f ms, max %.2f ms (%d writes)\n",
 			f.Dir, f.BlockBytes/1024, f.MedianUS/1000, f.P99US/1000, f.MaxUS/1000, f.Writes)

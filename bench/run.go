@@ -331,8 +331,8 @@ func (t *target) connect(ctx context.Context, o Options, create bool) error {
 // containers returns a client of the named container for each of t's
 // gateways, t's first: the container is deleted and recreated through t
 // (see container), the others' clients just address it.
-func (t *target) containers(ctx context.Context, name string, ttl bool) ([]*azcosmos.ContainerClient, error) {
-	cc, err := t.container(ctx, name, ttl)
+func (t *target) containers(ctx context.Context, name string, defaultTTL *int32) ([]*azcosmos.ContainerClient, error) {
+	cc, err := t.container(ctx, name, defaultTTL)
 	if err != nil {
 		return nil, err
 	}
@@ -348,8 +348,9 @@ func (t *target) containers(ctx context.Context, name string, ttl bool) ([]*azco
 }
 
 // container returns the named container, deleting and recreating it the
-// first time, so that every run starts from an empty container.
-func (t *target) container(ctx context.Context, name string, ttl bool) (*azcosmos.ContainerClient, error) {
+// first time, so that every run starts from an empty container. defaultTTL
+// is its defaultTtl; nil leaves time to live off.
+func (t *target) container(ctx context.Context, name string, defaultTTL *int32) (*azcosmos.ContainerClient, error) {
 	if cc, ok := t.ready[name]; ok {
 		return cc, nil
 	}
@@ -360,11 +361,7 @@ func (t *target) container(ctx context.Context, name string, ttl bool) (*azcosmo
 	if _, err := cc.Delete(ctx, nil); err != nil && !isStatus(err, http.StatusNotFound) {
 		return nil, fmt.Errorf("delete container %s: %w", name, err)
 	}
-	props := azcosmos.ContainerProperties{ID: name, PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}
-	if ttl {
-		on := int32(-1) // on, with no default: each document's own ttl applies
-		props.DefaultTimeToLive = &on
-	}
+	props := azcosmos.ContainerProperties{ID: name, PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}, DefaultTimeToLive: defaultTTL}
 	if _, err := t.db.CreateContainer(ctx, props, nil); err != nil {
 		return nil, fmt.Errorf("create container %s: %w", name, err)
 	}
@@ -503,7 +500,7 @@ func (r *runner) runWorkload(ctx context.Context, wl workload) *Result {
 // t's gateways. watch, if not nil, watches the measured phase
 // (phase.watch).
 func (r *runner) measure(ctx context.Context, t *target, wl workload, watch func(ops func() int64, done <-chan struct{})) (*Measurement, error) {
-	ccs, err := t.containers(ctx, wl.container, wl.ttl)
+	ccs, err := t.containers(ctx, wl.container, wl.defaultTTL(&r.opts))
 	if err != nil {
 		return nil, err
 	}
@@ -635,7 +632,7 @@ func paramsOf(o *Options) Params {
 	p := Params{
 		Endpoint: o.Endpoint, Spawn: o.Spawn, Gateways: o.gatewayCount(), ServeArgs: redactArgs(o.ServeArgs), Workloads: o.Workloads, Docs: o.Docs, DocSize: o.DocSize,
 		Concurrency: o.Concurrency, Ops: o.Ops, Keys: o.Keys, Partitions: o.Partitions, WarmupSec: o.Warmup.Seconds(),
-		TTLSec: o.TTL.Seconds(), Retries: o.Retries, Ceiling: o.Ceiling, FsyncProbeDir: o.FsyncProbe,
+		TTLSec: o.TTL.Seconds(), ContainerTTL: o.ContainerTTL, Retries: o.Retries, Ceiling: o.Ceiling, FsyncProbeDir: o.FsyncProbe,
 		TimelineIntervalSec: o.TimelineInterval.Seconds(), DataDirSize: o.DataDirSize,
 	}
 	if o.Ops <= 0 {

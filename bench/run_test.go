@@ -2,10 +2,13 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -191,5 +194,52 @@ func TestRedactArgs(t *testing.T) {
 	want := []string{"--store=postgres://u:xxxxx@h/db", "--store", "postgres://u:xxxxx@h/db", "postgres://u@h/db", "--in-memory"}
 	if !slices.Equal(got, want) {
 		t.Errorf("redactArgs: %q, want %q", got, want)
+	}
+}
+
+// TestRunContainerTTL checks what each workload's container is created with:
+// the ttl workload's -1, the others' Options.ContainerTTL, and no defaultTtl
+// at all without it.
+func TestRunContainerTTL(t *testing.T) {
+	for _, containerTTL := range []*int32{nil, new(int32(3600)), new(int32(-1))} {
+		var mu sync.Mutex
+		created := map[string]map[string]any{}
+		ceiling := NewCeiling(nil)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && strings.HasSuffix(strings.Trim(r.URL.Path, "/"), "/colls") {
+				var props map[string]any
+				if err := json.NewDecoder(r.Body).Decode(&props); err != nil {
+					t.Errorf("container create body: %v", err)
+				}
+				mu.Lock()
+				created[props["id"].(string)] = props
+				mu.Unlock()
+			}
+			ceiling.ServeHTTP(w, r)
+		}))
+		rep, err := Run(context.Background(), &Options{
+			Endpoint: srv.URL + "/", Workloads: []string{"create", "read", "ttl"}, Docs: 10, Ops: 10, Concurrency: 2, Warmup: -1, ContainerTTL: containerTTL,
+		})
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Problems) > 0 || !reflect.DeepEqual(rep.Params.ContainerTTL, containerTTL) {
+			t.Errorf("problems %q, params' container ttl %v, want %v", rep.Problems, rep.Params.ContainerTTL, containerTTL)
+		}
+		want := map[string]any{"create": nil, "data": nil, "ttl": float64(-1)}
+		if containerTTL != nil {
+			want["create"], want["data"] = float64(*containerTTL), float64(*containerTTL)
+		}
+		for name, ttl := range want {
+			props, ok := created[name]
+			if !ok {
+				t.Errorf("container %s was not created", name)
+				continue
+			}
+			if got := props["defaultTtl"]; got != ttl {
+				t.Errorf("container ttl %v: %s created with defaultTtl %v, want %v", containerTTL, name, got, ttl)
+			}
+		}
 	}
 }

@@ -12,7 +12,7 @@ type workload struct {
 	name      string
 	container string // the container it runs in
 	populated bool   // needs Options.Docs documents first (the shared "data" container)
-	ttl       bool   // its container has time to live on (defaultTtl -1)
+	ttl       bool   // its documents carry their own ttl: its container has defaultTtl -1
 	write     bool   // every operation is a write: compared to the fsync bound
 	sustained bool   // runs with a timeline, purge off against on (sustained.go)
 	newOp     func(e *env) opFunc
@@ -40,6 +40,17 @@ var workloads = map[string]workload{
 	"mixed":         {name: "mixed", container: "data", populated: true, newOp: mixedOp},
 	"ttl":           {name: "ttl", container: "ttl", ttl: true, write: true, newOp: createOp(1)},
 	"ttl-sustained": {name: "ttl-sustained", container: "ttl-sustained", ttl: true, write: true, sustained: true, newOp: createOp(1)},
+}
+
+// defaultTTL returns the defaultTtl of wl's container, nil for none: -1
+// (time to live on, each document's own ttl applies) for the workloads whose
+// documents carry a ttl, Options.ContainerTTL for the others.
+func (wl workload) defaultTTL(o *Options) *int32 {
+	if wl.ttl {
+		on := int32(-1)
+		return &on
+	}
+	return o.ContainerTTL
 }
 
 // createOp creates new documents; with ttl set, each carries Options.TTL.

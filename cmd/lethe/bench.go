@@ -6,9 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +26,7 @@ type benchConfig struct {
 	quiet        bool
 	serveCeiling bool   // serve the ceiling instead of running a benchmark
 	addr         string // for --serve-ceiling
+	repeat       int    // runs of the whole benchmark, summarized by their medians
 }
 
 // parseBenchFlags parses bench's flags. On -h or --help it prints the usage to
@@ -68,7 +72,7 @@ Flags:
 `, strings.Join(bench.Workloads, ", "))
 		fs.PrintDefaults()
 	}
-	var workloads, serveArgs string
+	var workloads, serveArgs, containerTTL string
 	var warmup time.Duration
 	fs.StringVar(&o.Endpoint, "endpoint", bench.DefaultEndpoint, "Cosmos DB endpoint to drive (unless --spawn); several comma-separated endpoints, gateways over one store, spread the workers over them round-robin")
 	fs.StringVar(&o.Key, "key", bench.EmulatorKey, "the endpoint's base64 master key; the default is the emulator's")
@@ -87,10 +91,12 @@ Flags:
 	fs.IntVar(&o.Partitions, "partitions", bench.DefaultPartitions, "distinct partition key values")
 	fs.DurationVar(&warmup, "warmup", bench.DefaultWarmup, "warmup before each measured workload, not counted")
 	fs.DurationVar(&o.TTL, "ttl", bench.DefaultTTL, "time to live of the ttl and ttl-sustained workloads' documents (whole seconds)")
+	fs.StringVar(&containerTTL, "container-ttl", "", `defaultTtl of the other workloads' containers: "" (time to live off), -1 (on, no default) or a whole number of seconds such as 3600 or 1h (each document expires that long after its last write)`)
 	fs.DurationVar(&o.TimelineInterval, "timeline-interval", bench.DefaultTimelineInterval, "time each row of ttl-sustained's timeline covers (whole seconds; the JSON has every second)")
 	fs.IntVar(&o.Rounds, "rounds", 1, "with --spawn, how many pairs of ttl-sustained runs (purge off and on, alternating which goes first); the comparison is the median of their ratios")
 	fs.StringVar(&o.DataDirSize, "data-dir-size", "", "data directory of the server at --endpoint, whose size ttl-sustained samples (spawned servers' are measured anyway)")
 	fs.IntVar(&o.Retries, "retries", 0, "SDK retries of a failed request (0: every failure is counted)")
+	fs.IntVar(&c.repeat, "repeat", 1, "run the whole benchmark this many times, each on freshly spawned servers, and print each figure's median over the runs (not with ttl-sustained, which has --rounds)")
 	fs.BoolVar(&o.Ceiling, "ceiling", false, "also run every workload against a storage-free canned-response server and report ratios to it")
 	fs.StringVar(&o.FsyncProbe, "fsync-probe", "", "measure a synced 4 KB write's latency in this directory first, to compare durable writes with the fsync bound")
 	fs.IntVar(&o.FsyncCount, "fsync-count", bench.DefaultFsyncCount, "synced writes the fsync probe makes")
@@ -113,6 +119,13 @@ Flags:
 		}
 	}
 	o.ServeArgs = strings.Fields(serveArgs)
+	if containerTTL != "" {
+		secs, err := parseContainerTTL(containerTTL)
+		if err != nil {
+			return nil, err
+		}
+		o.ContainerTTL = &secs
+	}
 	o.Warmup = warmup
 	if warmup == 0 {
 		o.Warmup = -1 // bench.Options: zero means the default, negative none
@@ -136,6 +149,12 @@ Flags:
 	}
 	if warmup < 0 {
 		return nil, errors.New("--warmup must not be negative")
+	}
+	if c.repeat < 1 {
+		return nil, errors.New("--repeat must be at least 1")
+	}
+	if c.repeat > 1 && slices.Contains(o.Workloads, "ttl-sustained") {
+		return nil, errors.New("--repeat does not go with ttl-sustained, which repeats its runs with --rounds: run it on its own")
 	}
 	return c, o.Validate()
 }
@@ -171,17 +190,38 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if !c.quiet {
 		c.opts.Progress = stderr
 	}
-	rep, err := bench.Run(ctx, &c.opts)
-	if rep != nil {
-		rep.Version = versionString()
-		rep.WriteText(stdout)
-		if c.jsonPath != "" {
-			if jerr := rep.WriteJSON(c.jsonPath); jerr != nil {
-				return errors.Join(err, fmt.Errorf("write %s: %w", c.jsonPath, jerr))
-			}
+	if c.repeat > 1 {
+		rep, err := bench.RunRepeated(ctx, &c.opts, c.repeat)
+		if rep == nil {
+			return err
 		}
+		for _, r := range rep.Runs {
+			r.Version = versionString()
+		}
+		return errors.Join(err, writeResults(rep, c.jsonPath, stdout))
 	}
-	return err
+	rep, err := bench.Run(ctx, &c.opts)
+	if rep == nil {
+		return err
+	}
+	rep.Version = versionString()
+	return errors.Join(err, writeResults(rep, c.jsonPath, stdout))
+}
+
+// writeResults writes a run's (or repeated runs') results as text to stdout
+// and, when jsonPath is set, as JSON there.
+func writeResults(res interface {
+	WriteText(io.Writer)
+	WriteJSON(string) error
+}, jsonPath string, stdout io.Writer) error {
+	res.WriteText(stdout)
+	if jsonPath == "" {
+		return nil
+	}
+	if err := res.WriteJSON(jsonPath); err != nil {
+		return fmt.Errorf("write %s: %w", jsonPath, err)
+	}
+	return nil
 }
 
 // serveCeiling serves the ceiling until ctx ends, announcing itself on stdout
@@ -203,4 +243,20 @@ func serveCeiling(ctx context.Context, c *benchConfig, stdout io.Writer) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return errors.Join(srv.Shutdown(shutdownCtx), <-errc)
+}
+
+// parseContainerTTL reads --container-ttl: -1, or a positive whole number of
+// seconds written as a number (3600) or a duration (1h).
+func parseContainerTTL(s string) (int32, error) {
+	if n, err := strconv.ParseInt(s, 10, 32); err == nil {
+		if n == -1 || n > 0 {
+			return int32(n), nil
+		}
+		return 0, fmt.Errorf("--container-ttl %q: want -1 or a positive number of seconds", s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Second || d%time.Second != 0 || d/time.Second > math.MaxInt32 {
+		return 0, fmt.Errorf("--container-ttl %q: want -1 or a positive whole number of seconds, such as 3600 or 1h", s)
+	}
+	return int32(d / time.Second), nil
 }

@@ -61,6 +61,12 @@ func TestParseBenchFlags(t *testing.T) {
 		{[]string{"--spawn", "--gateways", "-1"}, "gateways must be positive"},
 		{[]string{"--endpoint", "http://a/,,http://b/"}, "empty endpoint"},
 		{[]string{"--endpoint", "http://a/,http://b/", "--server-pid", "12"}, "server-pid names one process"},
+		{[]string{"--repeat", "0"}, "--repeat must be at least 1"},
+		{[]string{"--repeat", "2", "--workload", "create,ttl-sustained"}, "--repeat does not go with ttl-sustained"},
+		{[]string{"--container-ttl", "0"}, "--container-ttl"},
+		{[]string{"--container-ttl", "-2"}, "--container-ttl"},
+		{[]string{"--container-ttl", "1500ms"}, "--container-ttl"},
+		{[]string{"--container-ttl", "off"}, "--container-ttl"},
 	} {
 		if _, err := parseBenchFlags(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want one mentioning %s", tc.args, err, tc.want)
@@ -69,6 +75,21 @@ func TestParseBenchFlags(t *testing.T) {
 	c, err = parseBenchFlags([]string{"--workload", "ttl-sustained", "--ttl", "10s", "--timeline-interval", "10s", "--data-dir-size", "/var/lib/lethe"}, io.Discard)
 	if err != nil || c.opts.TimelineInterval != 10*time.Second || c.opts.DataDirSize != "/var/lib/lethe" || c.opts.TTL != 10*time.Second {
 		t.Errorf("ttl-sustained flags: %+v, %v", c, err)
+	}
+	if c.repeat != 1 {
+		t.Errorf("repeat %d by default, want 1", c.repeat)
+	}
+	if c, err := parseBenchFlags([]string{"--repeat", "3"}, io.Discard); err != nil || c.repeat != 3 {
+		t.Errorf("--repeat 3: %+v, %v", c, err)
+	}
+	if o.ContainerTTL != nil {
+		t.Errorf("container ttl %d by default, want none (time to live off)", *o.ContainerTTL)
+	}
+	for flag, want := range map[string]int32{"-1": -1, "3600": 3600, "1h": 3600, "90s": 90} {
+		c, err := parseBenchFlags([]string{"--container-ttl", flag}, io.Discard)
+		if err != nil || c.opts.ContainerTTL == nil || *c.opts.ContainerTTL != want {
+			t.Errorf("--container-ttl %s: %+v, %v; want %d", flag, c, err, want)
+		}
 	}
 	// Several gateways: spawned over a shared store, or endpoints listed.
 	for _, args := range [][]string{
