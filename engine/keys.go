@@ -99,32 +99,39 @@ func decodeInt64(b []byte) int64 { return int64(binary.BigEndian.Uint64(b) ^ (1 
 
 func appendTuple(b []byte, pk lethe.PartitionKey) []byte {
 	for _, c := range pk {
-		switch v := c.(type) {
-		case lethe.Undefined:
-			b = append(b, tagUndefined)
-		case nil:
-			b = append(b, tagNull)
-		case bool:
-			if v {
-				b = append(b, tagTrue)
-			} else {
-				b = append(b, tagFalse)
-			}
-		case float64:
-			bits := math.Float64bits(v)
-			if v == 0 {
-				bits = 0 // -0 and 0 are one key
-			}
-			if bits&(1<<63) != 0 {
-				bits = ^bits
-			} else {
-				bits |= 1 << 63
-			}
-			b = append(b, tagNumber)
-			b = binary.BigEndian.AppendUint64(b, bits)
-		case string:
-			b = appendString(b, v)
+		b = appendComponent(b, c)
+	}
+	return b
+}
+
+// appendComponent appends one tuple component: undefined, null, a boolean, a
+// number (float64) or a string; anything else appends nothing.
+func appendComponent(b []byte, c any) []byte {
+	switch v := c.(type) {
+	case lethe.Undefined:
+		b = append(b, tagUndefined)
+	case nil:
+		b = append(b, tagNull)
+	case bool:
+		if v {
+			b = append(b, tagTrue)
+		} else {
+			b = append(b, tagFalse)
 		}
+	case float64:
+		bits := math.Float64bits(v)
+		if v == 0 {
+			bits = 0 // -0 and 0 are one key
+		}
+		if bits&(1<<63) != 0 {
+			bits = ^bits
+		} else {
+			bits |= 1 << 63
+		}
+		b = append(b, tagNumber)
+		b = binary.BigEndian.AppendUint64(b, bits)
+	case string:
+		b = appendString(b, v)
 	}
 	return b
 }
