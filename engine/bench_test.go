@@ -147,6 +147,88 @@ func BenchmarkCreateDocument(b *testing.B) {
 	}
 }
 
+// pointOpDocs is how many documents BenchmarkReadDocument and
+// BenchmarkWriteExisting address: 100 partitions of 100, loaded by loadDocs.
+const pointOpDocs = 10_000
+
+// benchStores runs fn for each store and for the change feed's log and time
+// to live off and on, as BenchmarkCreateDocument does, with pointOpDocs 1 KB
+// documents loaded; fn gets the engine and the loaded documents' references.
+func benchStores(b *testing.B, fn func(b *testing.B, e *Engine, refs []DocRef)) {
+	refs := make([]DocRef, pointOpDocs)
+	for i := range refs {
+		refs[i] = DocRef{DB: "db", Coll: "c", ID: fmt.Sprintf("d%d", i), PK: lethe.PartitionKey{fmt.Sprintf("p%d", i/100)}}
+	}
+	for _, durable := range []bool{false, true} {
+		for _, on := range []bool{false, true} {
+			store, feedAndTTL, extra := "inmemory", "off", ""
+			if durable {
+				store = "durable"
+			}
+			if on {
+				feedAndTTL, extra = "on", `"changeFeedPolicy":{"retentionDuration":60},"defaultTtl":3600`
+			}
+			b.Run(fmt.Sprintf("%s/log+ttl=%s", store, feedAndTTL), func(b *testing.B) {
+				e := benchEngineWith(b, durable, nil, extra)
+				loadDocs(b, e, "d", pointOpDocs, 1024, "")
+				b.ReportAllocs()
+				b.ResetTimer()
+				fn(b, e, refs)
+			})
+		}
+	}
+}
+
+// BenchmarkReadDocument reads documents by id and partition key, from
+// GOMAXPROCS goroutines: the engine's part of a point read.
+func BenchmarkReadDocument(b *testing.B) {
+	benchStores(b, func(b *testing.B, e *Engine, refs []DocRef) {
+		var next atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				ref := refs[int(next.Add(7919))%len(refs)]
+				if _, err := e.ReadDocument(ctx, ref, Conditions{}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkWriteExisting replaces and upserts existing documents, from
+// GOMAXPROCS goroutines (8 writers each on durable stores, as in
+// BenchmarkCreateDocument, so that commits share syncs): the engine's part
+// of the replace, upsert and mixed workloads.
+func BenchmarkWriteExisting(b *testing.B) {
+	pad := strings.Repeat("y", 900)
+	for _, op := range []string{"replace", "upsert"} {
+		b.Run(op, func(b *testing.B) {
+			benchStores(b, func(b *testing.B, e *Engine, refs []DocRef) {
+				var next atomic.Int64
+				b.SetParallelism(8)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						n := next.Add(7919)
+						ref := refs[int(n)%len(refs)]
+						body := []byte(fmt.Sprintf(`{"id":%q,"pk":%q,"v":%d,"pad":"%s"}`, ref.ID, ref.PK[0], n, pad))
+						var err error
+						if op == "replace" {
+							_, err = e.ReplaceDocument(ctx, ref, body, Conditions{})
+						} else {
+							_, err = e.UpsertDocument(ctx, ref, body, Conditions{})
+						}
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		})
+	}
+}
+
 func benchCreates(b *testing.B, e *Engine, par int) {
 	pad := strings.Repeat("x", 900)
 	var next atomic.Int64
@@ -208,8 +290,6 @@ func procMemory() (rss, hwm int64) {
 	return rss, hwm
 }
 
-// benchContainer creates database "db" and its container "c", partitioned
-// by /pk, with extra members (JSON, without braces) in its body.
 // benchEngine opens an engine with no background work over a fresh store,
 // durable (in a temporary directory) or in memory, with container db/c
 // (partition key /pk); both close when the benchmark ends.
@@ -240,6 +320,8 @@ func benchEngineWith(b *testing.B, durable bool, now func() time.Time, extra str
 	return e
 }
 
+// benchContainer creates database "db" and its container "c", partitioned
+// by /pk, with extra members (JSON, without braces) in its body.
 func benchContainer(b *testing.B, e *Engine, extra string) {
 	b.Helper()
 	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
