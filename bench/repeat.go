@@ -94,17 +94,18 @@ func RunRepeated(ctx context.Context, o *Options, n int) (*Repeated, error) {
 	return rep, nil
 }
 
-// summarize fills Medians from Runs: a row for each workload that every run
-// measured without error.
+// summarize fills Medians from the runs that were not interrupted: a row
+// for each workload that every one of them measured without error.
 func (rep *Repeated) summarize() {
 	rep.Medians = nil
-	if len(rep.Runs) == 0 {
+	runs := rep.complete()
+	if len(runs) == 0 {
 		return
 	}
-	for _, first := range rep.Runs[0].Workloads {
+	for _, first := range runs[0].Workloads {
 		row := &MedianRow{Workload: first.Workload}
 		complete := true
-		for _, run := range rep.Runs {
+		for _, run := range runs {
 			i := slices.IndexFunc(run.Workloads, func(res *Result) bool { return res.Workload == first.Workload })
 			if i < 0 || run.Workloads[i].Ops == 0 || run.Workloads[i].Error != "" {
 				complete = false
@@ -133,6 +134,19 @@ func (rep *Repeated) summarize() {
 	}
 }
 
+// complete returns the runs that were not interrupted: an interrupted run's
+// last workload covers only part of its time, so it is left out of the
+// medians.
+func (rep *Repeated) complete() []*Report {
+	var runs []*Report
+	for _, r := range rep.Runs {
+		if !r.Interrupted {
+			runs = append(runs, r)
+		}
+	}
+	return runs
+}
+
 // WriteText writes every run's report, then the medians as a table.
 func (rep *Repeated) WriteText(w io.Writer) {
 	for i, r := range rep.Runs {
@@ -140,7 +154,10 @@ func (rep *Repeated) WriteText(w io.Writer) {
 		r.WriteText(w)
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "== median of %d runs (each run's figure in brackets, in run order)\n", len(rep.Runs))
+	fmt.Fprintf(w, "== median of %d runs (each run's figure in brackets, in run order)\n", len(rep.complete()))
+	if n := len(rep.Runs) - len(rep.complete()); n > 0 {
+		fmt.Fprintf(w, "(%d interrupted run left out)\n", n)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "workload\tx ceiling\tops/s\tsrv CPU us/op\tceiling CPU us/op\tRSS MB\t")
 	for _, m := range rep.Medians {

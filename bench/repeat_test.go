@@ -27,8 +27,9 @@ func TestSpreadMedian(t *testing.T) {
 }
 
 // TestSummarizeKeepsCompleteWorkloads builds the runs by hand: a workload
-// that one run did not measure, or measured with an error, gets no row, and
-// each row's figures are the runs' in run order.
+// that one run did not measure, or measured with an error, gets no row, an
+// interrupted run counts in no median, and each row's figures are the runs'
+// in run order.
 func TestSummarizeKeepsCompleteWorkloads(t *testing.T) {
 	result := func(name string, ops, ratio, cpu, ceilingCPU float64, rss int64) *Result {
 		return &Result{Workload: name,
@@ -43,6 +44,8 @@ func TestSummarizeKeepsCompleteWorkloads(t *testing.T) {
 		{Workloads: []*Result{result("create", 1100, 0.8, 70, 32, 190e6), failed, result("query-pk", 320, 0.75, 140, 58, 230e6)}},
 		{Workloads: []*Result{result("create", 1000, 0.7, 90, 31, 210e6), result("read", 1000, 0.9, 40, 30, 210e6)}},
 	}}
+	interrupted := &Report{Interrupted: true, Workloads: []*Result{result("create", 1, 0.01, 1, 1, 1)}}
+	rep.Runs = append(rep.Runs, interrupted)
 	rep.summarize()
 	if len(rep.Medians) != 1 {
 		t.Fatalf("rows %+v, want create's alone", rep.Medians)
@@ -54,7 +57,7 @@ func TestSummarizeKeepsCompleteWorkloads(t *testing.T) {
 	}
 	var text strings.Builder
 	rep.WriteText(&text)
-	for _, want := range []string{"== run 3 of 3", "== median of 3 runs", "0.70 [0.60 0.80 0.70]", "80 [80 70 90]", "200 [200 190 210]"} {
+	for _, want := range []string{"== run 4 of 4", "== median of 3 runs", "(1 interrupted run left out)", "0.70 [0.60 0.80 0.70]", "80 [80 70 90]", "200 [200 190 210]"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("no %q in\n%s", want, text.String())
 		}
