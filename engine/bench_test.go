@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -94,21 +96,46 @@ func BenchmarkPurge(b *testing.B) {
 }
 
 // BenchmarkOpenWithDocs measures a restart: opening the store and the engine
-// over n documents and serving the first read.
+// over n documents and serving the first read, in a container with time to
+// live and the change feed's log on, as users run it. Before each restart
+// the store takes the writes of a busy server: enough for Pebble's
+// memtables, which start small after an open, to grow to their full size
+// and to fill the last one about three quarters. after-close opens after a
+// clean shutdown (the close-ms metric is what closing cost); after-crash
+// opens a copy of the directory taken while the store was still open and
+// idle, as a crash leaves it, so the open replays the last memtable's
+// writes from the write-ahead log and flushes them before it returns.
 func BenchmarkOpenWithDocs(b *testing.B) {
 	n := benchEnv("LETHE_BENCH_DOCS", 100_000)
 	size := benchEnv("LETHE_BENCH_DOC_BYTES", 1024)
-	dir := b.TempDir()
+	// A memtable grows from 256 KiB, doubling: the smaller ones before a
+	// full one hold about one full one's worth. With the log, a document is
+	// written twice.
+	recent := (pebblekv.DefaultMemTableSize * 7 / 4) / (2*size + 512)
+	dir, crashed := b.TempDir(), b.TempDir()
 	clock := newFakeClock()
 	e, store := openBenchEngine(b, dir, clock)
-	benchContainer(b, e, `"defaultTtl":-1`)
+	benchContainer(b, e, `"defaultTtl":3600,"changeFeedPolicy":{"retentionDuration":60}`)
 	loadDocs(b, e, "d", n, size, "")
 	e.Close()
 	if err := store.Close(); err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
-	for range b.N {
+	batches := 0
+	// busy opens the store, writes the recent documents, waits until no
+	// flush or compaction runs, and returns it open.
+	busy := func(b *testing.B) (*Engine, *pebblekv.Store) {
+		e, store := openBenchEngine(b, dir, clock)
+		batches++
+		loadDocs(b, e, fmt.Sprintf("r%d-", batches), recent, size, "")
+		idleCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := store.WaitIdle(idleCtx); err != nil {
+			b.Fatal(err)
+		}
+		return e, store
+	}
+	restart := func(b *testing.B, dir string) {
 		e, store := openBenchEngine(b, dir, clock)
 		if _, err := e.ReadDocument(ctx, DocRef{DB: "db", Coll: "c", ID: "d0", PK: lethe.PartitionKey{"p0"}}, Conditions{}); err != nil {
 			b.Fatal(err)
@@ -116,15 +143,48 @@ func BenchmarkOpenWithDocs(b *testing.B) {
 		b.StopTimer()
 		e.Close()
 		store.Close()
-		b.StartTimer()
 	}
+	b.Run("after-close", func(b *testing.B) {
+		var closing time.Duration
+		for range b.N {
+			b.StopTimer()
+			e, store := busy(b)
+			e.Close()
+			start := time.Now()
+			if err := store.Close(); err != nil {
+				b.Fatal(err)
+			}
+			closing += time.Since(start)
+			b.StartTimer()
+			restart(b, dir)
+		}
+		b.ReportMetric(float64(closing.Milliseconds())/float64(b.N), "close-ms")
+	})
+	b.Run("after-crash", func(b *testing.B) {
+		for i := range b.N {
+			b.StopTimer()
+			e, store := busy(b)
+			// Every write was synced and nothing runs in the background:
+			// the files stay as they are while they are copied.
+			clone := filepath.Join(crashed, strconv.Itoa(i))
+			if err := os.CopyFS(clone, os.DirFS(dir)); err != nil {
+				b.Fatal(err)
+			}
+			e.Close()
+			store.Close()
+			b.StartTimer()
+			restart(b, clone)
+			os.RemoveAll(clone)
+		}
+	})
 }
 
 // BenchmarkCreateDocument measures one document write with default indexing
 // (every path indexed), 1 KB documents, on an in-memory and a durable store,
 // with GOMAXPROCS writers and 8 times as many (group commit); and with the
-// all-versions change feed's log on (log=on: the container has a
-// changeFeedPolicy), to compare what the log costs writes.
+// all-versions change feed's log and time to live on (log+ttl=on: the
+// container has a changeFeedPolicy and a defaultTtl of an hour), as users
+// run it, to compare what they cost writes.
 func BenchmarkCreateDocument(b *testing.B) {
 	for _, durable := range []bool{false, true} {
 		for _, par := range []int{1, 8} {

@@ -597,12 +597,30 @@ func (s *Store) Close() error {
 	s.inflight.Wait()
 	s.stopReopen()
 	s.unshareSnapshot()
+	s.flushBeforeClose()
 	err := s.db.Close()
 	s.stopWatchers()
 	if err != nil {
 		return fmt.Errorf("pebblekv: close %s: %w", s.desc, err)
 	}
 	return nil
+}
+
+// flushBeforeClose writes a durable store's memtables out before it closes,
+// so that the next open has no write-ahead log to replay. Open replays the
+// log into memtables and waits for them to be flushed: with up to two full
+// 32 MiB memtables that took the first open after a restart 0.3-0.4 s with
+// 300,000 documents (BenchmarkOpenWithDocs). The flush is skipped where it
+// cannot or should not write: in memory, read-only, or with the disk low on
+// space. The write-ahead log holds the data either way, so a failed flush is
+// logged, not returned.
+func (s *Store) flushBeforeClose() {
+	if !s.durable || s.SpaceLow() {
+		return
+	}
+	if err := s.db.Flush(); err != nil {
+		s.log.Warn("pebblekv: flush before close failed; the next open replays the write-ahead log instead", "dir", s.desc, "err", err)
+	}
 }
 
 // Metrics returns Pebble's human-readable metrics report (LSM shape, cache
@@ -733,6 +751,22 @@ func (s *Store) Settle(ctx context.Context) error {
 	if err := s.db.Flush(); err != nil {
 		return fmt.Errorf("pebblekv: flush %s: %w", s.desc, err)
 	}
+	return s.waitQuiet(ctx)
+}
+
+// WaitIdle waits, as Settle does, until no flush or compaction has run for
+// settleQuiet, but flushes nothing: what the memtables hold stays only in
+// the write-ahead log, as a crash would find it. It is for benchmarks and
+// tests.
+func (s *Store) WaitIdle(ctx context.Context) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.inflight.Done()
+	return s.waitQuiet(ctx)
+}
+
+func (s *Store) waitQuiet(ctx context.Context) error {
 	quietSince := time.Now()
 	for time.Since(quietSince) < settleQuiet {
 		if s.jobs.running.Load() > 0 || s.db.Metrics().Compact.NumInProgress > 0 {

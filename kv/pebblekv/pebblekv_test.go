@@ -136,6 +136,38 @@ func TestReopen(t *testing.T) {
 	checkValue(t, s, "k099", "99")
 }
 
+// TestCloseFlushes checks that Close writes the memtables out, so that the
+// next open has no write-ahead log to replay (and flush before it returns):
+// opened read-only afterwards, which replays the log into memtables without
+// flushing it, the database has its data in level 0's tables (100 small
+// keys fill no memtable, so nothing else would have put them there).
+func TestCloseFlushes(t *testing.T) {
+	dir := t.TempDir()
+	s := openDir(t, dir)
+	for i := range 100 {
+		put(t, s, fmt.Sprintf("k%03d", i), fmt.Sprint(i))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, FormatMajorVersion: pebble.FormatNewest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	m := db.Metrics()
+	if m.Levels[0].TablesCount == 0 {
+		t.Errorf("after Close: no table in level 0: want the data flushed")
+	}
+	v, closer, err := db.Get([]byte("k042"))
+	if err != nil || string(v) != "42" {
+		t.Errorf("k042 = %q, %v", v, err)
+	}
+	if closer != nil {
+		closer.Close()
+	}
+}
+
 // TestCrashDurability simulates power loss: the store runs on a crashable
 // in-memory file system, and a crash clone keeps only what was synced. Every
 // Update that returned before the clone must be in it.
