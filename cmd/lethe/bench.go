@@ -58,6 +58,7 @@ local. Workloads: %s.
 
 Examples:
   lethe bench --spawn --serve-args=--in-memory --workload create,read,query-pk --ceiling
+  lethe bench --spawn --serve-args="--in-memory --change-feed-retention=60m" --container-ttl 3600 --ceiling --repeat 3
   lethe bench --endpoint https://localhost:8081/ --insecure-tls --workload mixed --keys zipf
   lethe bench --spawn --workload ttl-sustained --ttl 10s --concurrency 16 --duration 60s
   lethe bench --spawn --gateways 2 --serve-args="--store postgres://localhost/lethe" --workload create,read
