@@ -193,18 +193,27 @@ func BenchmarkCreateDocument(b *testing.B) {
 			// with neither.
 			for _, on := range []bool{false, true} {
 				// RunParallel runs par x GOMAXPROCS writers.
-				store, feedAndTTL, extra := "inmemory", "off", ""
-				if durable {
-					store = "durable"
-				}
-				if on {
-					feedAndTTL, extra = "on", `"changeFeedPolicy":{"retentionDuration":60},"defaultTtl":3600`
-				}
+				store, feedAndTTL, extra := benchCase(durable, on)
 				name := fmt.Sprintf("%s/writers=%d/log+ttl=%s", store, par*runtime.GOMAXPROCS(0), feedAndTTL)
 				b.Run(name, func(b *testing.B) { benchCreates(b, benchEngineWith(b, durable, nil, extra), par) })
 			}
 		}
 	}
+}
+
+// benchCase names a case of the point-operation benchmarks, its store and
+// whether the change feed's log and time to live are on, and returns the
+// container members that turn them on (a changeFeedPolicy, and a defaultTtl
+// of an hour, which no document reaches while a benchmark runs).
+func benchCase(durable, on bool) (store, feedAndTTL, extra string) {
+	store, feedAndTTL = "inmemory", "off"
+	if durable {
+		store = "durable"
+	}
+	if on {
+		feedAndTTL, extra = "on", `"changeFeedPolicy":{"retentionDuration":60},"defaultTtl":3600`
+	}
+	return store, feedAndTTL, extra
 }
 
 // pointOpDocs is how many documents BenchmarkReadDocument and
@@ -221,13 +230,7 @@ func benchStores(b *testing.B, fn func(b *testing.B, e *Engine, refs []DocRef)) 
 	}
 	for _, durable := range []bool{false, true} {
 		for _, on := range []bool{false, true} {
-			store, feedAndTTL, extra := "inmemory", "off", ""
-			if durable {
-				store = "durable"
-			}
-			if on {
-				feedAndTTL, extra = "on", `"changeFeedPolicy":{"retentionDuration":60},"defaultTtl":3600`
-			}
+			store, feedAndTTL, extra := benchCase(durable, on)
 			b.Run(fmt.Sprintf("%s/log+ttl=%s", store, feedAndTTL), func(b *testing.B) {
 				e := benchEngineWith(b, durable, nil, extra)
 				loadDocs(b, e, "d", pointOpDocs, 1024, "")
