@@ -148,6 +148,9 @@ func indexEntries(keys [][]byte, l *layout, seq uint64, o *jsonv.Object) [][]byt
 	if l.index == nil || l.index.none {
 		return keys
 	}
+	if keys == nil {
+		keys = make([][]byte, 0, 16)
+	}
 	w := indexWalker{l: l, seq: seq, keys: keys, path: make([]string, 0, 8), buf: make([]byte, 0, 1024)}
 	w.walk(o)
 	return w.keys
@@ -229,7 +232,13 @@ const maxIndexedString = 128
 
 // appendIndexKey appends the index entry of value v at path to b.
 func appendIndexKey(b []byte, coll [8]byte, path []string, v jsonv.Value, seq uint64) []byte {
-	b = appendValue(appendIndexPrefix(b, coll, path), indexedValue(v))
+	b = appendIndexPrefix(b, coll, path)
+	if s, ok := v.(string); ok {
+		// Cut without boxing the cut string into a jsonv.Value again.
+		b = appendString(b, cutIndexedString(s))
+	} else {
+		b = appendValue(b, v)
+	}
 	return binary.BigEndian.AppendUint64(b, seq)
 }
 
@@ -237,13 +246,22 @@ func appendIndexKey(b []byte, coll [8]byte, path []string, v jsonv.Value, seq ui
 // maxIndexedString bytes (at a UTF-8 boundary).
 func indexedValue(v jsonv.Value) jsonv.Value {
 	if s, ok := v.(string); ok && len(s) > maxIndexedString {
-		n := maxIndexedString
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		return s[:n]
+		return cutIndexedString(s)
 	}
 	return v
+}
+
+// cutIndexedString is the part of s an index entry records: at most
+// maxIndexedString bytes, cut at a UTF-8 boundary.
+func cutIndexedString(s string) string {
+	if len(s) <= maxIndexedString {
+		return s
+	}
+	n := maxIndexedString
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // uniqueKeys returns the document's unique key entries:
