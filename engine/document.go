@@ -105,7 +105,13 @@ func (s *scope) resource(rec *docRecord, charge float64) Resource {
 
 // lookup returns the stored record at suffix, live or not, or nil.
 func lookup(r kv.Reader, coll [8]byte, suffix []byte) (*docRecord, error) {
-	v, err := r.Get(docKey(coll, suffix))
+	return lookupKey(r, docKey(coll, suffix))
+}
+
+// lookupKey returns the stored record at key, a document key, live or not,
+// or nil.
+func lookupKey(r kv.Reader, key []byte) (*docRecord, error) {
+	v, err := r.Get(key)
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, nil
 	}

@@ -100,7 +100,7 @@ func (s *scope) readFeedPage(r kv.Reader, opts FeedOptions, lookAhead int) (Feed
 		return FeedPage{}, err
 	}
 	page.RangeIDs = ranges
-	part, _ := s.partitionPlan(opts.PK)
+	part := s.partitionPlan(opts.PK)
 	src := s.inOrder(r, part, filter, lookAhead, false)
 	src.seek(after + 1)
 	defer src.close()

@@ -60,9 +60,13 @@ func containerPrefix(dbRid [4]byte) []byte { return append([]byte{pfxContainer},
 
 // collKey returns <pfx><collRid>.
 func collKey(pfx byte, coll [8]byte) []byte {
-	k := make([]byte, 0, 32)
-	k = append(k, pfx)
-	return append(k, coll[:]...)
+	return appendCollKey(make([]byte, 0, 32), pfx, coll)
+}
+
+// appendCollKey appends <pfx><collRid>, the start of every key of one of a
+// container's key spaces, to b.
+func appendCollKey(b []byte, pfx byte, coll [8]byte) []byte {
+	return append(append(b, pfx), coll[:]...)
 }
 
 // docKey returns the primary key of a document from its primary suffix.

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -187,14 +186,9 @@ func (l *lookAhead) fetch(r kv.Reader, coll [8]byte, src candidates) error {
 		return nil
 	}
 	if l.batch == nil {
-		v, err := r.Get(l.keys[0])
-		switch {
-		case errors.Is(err, kv.ErrNotFound):
-			return nil
-		case err != nil:
-			return fmt.Errorf("read document: %w", err)
-		}
-		return l.decode(0, v)
+		rec, err := lookupKey(r, l.keys[0])
+		l.ahead[0].rec = rec
+		return err
 	}
 	vals, err := l.batch.GetBatch(l.keys)
 	if err != nil {
@@ -204,20 +198,12 @@ func (l *lookAhead) fetch(r kv.Reader, coll [8]byte, src candidates) error {
 		if v == nil {
 			continue
 		}
-		if err := l.decode(i, v); err != nil {
+		rec, err := decodeDoc(v)
+		if err != nil {
 			return err
 		}
+		l.ahead[i].rec = &rec
 	}
 	l.n = min(2*l.n, maxLookAhead)
-	return nil
-}
-
-// decode sets the document of the i-th candidate looked up.
-func (l *lookAhead) decode(i int, v []byte) error {
-	rec, err := decodeDoc(v)
-	if err != nil {
-		return err
-	}
-	l.ahead[i].rec = &rec
 	return nil
 }

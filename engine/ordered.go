@@ -337,9 +337,7 @@ func (x *orderedSource) work() (ru.Query, error) {
 	w, err := x.docReader.work()
 	if x.tail != nil {
 		t, _ := x.tail.work()
-		w.IndexEntries += t.IndexEntries
-		w.Documents += t.Documents
-		w.BytesLoaded += t.BytesLoaded
+		w.Add(t)
 	}
 	return w, err
 }

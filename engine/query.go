@@ -182,7 +182,7 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	if err != nil {
 		return QueryPage{}, err
 	}
-	part, _ := s.partitionPlan(opts.PK)
+	part := s.partitionPlan(opts.PK)
 	src, plan := s.querySource(r, q, opts.Params, part, filter, lookAhead)
 	execute := func(src querySource, plan sourcePlan) (*query.Page, error) {
 		if tok.Cursor != nil {
@@ -215,9 +215,7 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	if err != nil {
 		return QueryPage{}, err
 	}
-	work.IndexEntries += spent.IndexEntries
-	work.Documents += spent.Documents
-	work.BytesLoaded += spent.BytesLoaded
+	work.Add(spent)
 	out := QueryPage{Rows: page.Rows, ContainerRID: s.c.RID, Examined: work.Documents, RangeIDs: ranges}
 	if opts.IndexMetrics {
 		out.IndexMetrics = indexMetrics(plan.path)
@@ -263,18 +261,15 @@ func budgeted(src querySource, part *indexPlan) *orderedSource {
 // charged.
 func (s *scope) planOrPartition(r kv.Reader, o *orderedSource, plan sourcePlan, part *indexPlan, filter *docFilter, lookAhead int,
 	execute func(querySource, sourcePlan) (*query.Page, error)) (*query.Page, querySource, sourcePlan, ru.Query, error) {
-	var spent ru.Query
 	page, err := execute(o, plan)
 	if !errors.Is(err, errOverBudget) {
-		return page, o, plan, spent, err
+		return page, o, plan, ru.Query{}, err
 	}
 	// Every entry the abandoned read read is charged, not only those of the
 	// documents it took.
-	w, _ := o.work()
+	spent, _ := o.work()
+	spent.IndexEntries = o.entriesRead()
 	o.close()
-	spent.IndexEntries += o.entriesRead()
-	spent.Documents += w.Documents
-	spent.BytesLoaded += w.BytesLoaded
 	src := s.indexSource(r, part, filter, lookAhead)
 	p := sourcePlan{path: o.plan.path}
 	page, err = execute(src, p)
@@ -414,12 +409,12 @@ func (s *scope) equalityRace(r kv.Reader, plan *indexPlan, filters []filterSpec,
 // insertion order, as a scan yields them, but a page reads about a page of
 // entries where a scan reads the entry of every document of every partition
 // before and between them. The scope's filter still decides which candidates
-// belong (a cut string, the rest of a hierarchical key). False when pk is
-// nil or its first component undefined: documents without the path have no
-// entry.
-func (s *scope) partitionPlan(pk lethe.PartitionKey) (*indexPlan, bool) {
+// belong (a cut string, the rest of a hierarchical key). Nil when pk is nil
+// or its first component undefined (documents without the path have no
+// entry), or when the index leaves the path out.
+func (s *scope) partitionPlan(pk lethe.PartitionKey) *indexPlan {
 	if len(pk) == 0 || !s.c.indexUsable() {
-		return nil, false
+		return nil
 	}
 	var v jsonv.Value
 	switch x := pk[0].(type) {
@@ -428,13 +423,14 @@ func (s *scope) partitionPlan(pk lethe.PartitionKey) (*indexPlan, bool) {
 	case float64:
 		v = jsonv.NumberFromFloat(x)
 	default:
-		return nil, false
+		return nil
 	}
 	path, err := splitPath(s.c.PKPaths[0])
 	if err != nil {
-		return nil, false
+		return nil
 	}
-	return s.planIndex([]filterSpec{{path: path, kind: filterEq, values: []jsonv.Value{v}}})
+	plan, _ := s.planIndex([]filterSpec{{path: path, kind: filterEq, values: []jsonv.Value{v}}})
+	return plan // nil when not usable
 }
 
 // sourcePlan says how a query reads its container: the indexed path it uses

@@ -24,11 +24,34 @@ import (
 // on a line), never the whole of a long list.
 type equalityRace struct {
 	sides  []raceSide
-	turn   int
-	spent  int
-	budget int
+	turns  raceTurns
 	filter *docFilter
 	read   int // entries read, all lists
+}
+
+// raceTurns keeps a race's turns: which list reads, what its turn has spent,
+// in entries read and lookups, and what it may spend, twice the budget of
+// the turn before.
+type raceTurns struct {
+	turn, spent, budget int
+}
+
+func newRaceTurns() raceTurns { return raceTurns{budget: raceFirstBudget} }
+
+// spend counts read entries and, when lookup is set, a candidate's lookup,
+// and reports whether that ended the turn: the next of n lists then has the
+// turn, with twice the budget.
+func (t *raceTurns) spend(read int, lookup bool, n int) bool {
+	t.spent += read
+	if lookup {
+		t.spent += raceLookupCost
+	}
+	if t.spent < t.budget {
+		return false
+	}
+	t.turn = (t.turn + 1) % n
+	t.spent, t.budget = 0, 2*t.budget
+	return true
 }
 
 // raceSide is one list of the race: the entries of one or more key ranges
@@ -62,7 +85,7 @@ const (
 // newEqualityRace returns the race between lists, each the key ranges of
 // one list, the first read first.
 func newEqualityRace(r kv.Reader, lists [][]keyRange, filter *docFilter) *equalityRace {
-	rc := &equalityRace{budget: raceFirstBudget, filter: filter}
+	rc := &equalityRace{turns: newRaceTurns(), filter: filter}
 	for _, ranges := range lists {
 		rc.sides = append(rc.sides, raceSide{r: r, ranges: ranges})
 	}
@@ -74,7 +97,7 @@ func (rc *equalityRace) seek(seq uint64) {
 	for i := range rc.sides {
 		rc.sides[i].seek(seq)
 	}
-	rc.turn, rc.spent, rc.budget = 0, 0, raceFirstBudget
+	rc.turns = newRaceTurns()
 }
 
 func (rs *raceSide) seek(seq uint64) {
@@ -148,23 +171,17 @@ func (c *raceCursor) advance(read *int) error {
 // then rejects. The candidate's suffix is valid until the next call.
 func (rc *equalityRace) next() (candidate, bool, error) {
 	for {
-		side := &rc.sides[rc.turn]
+		side := &rc.sides[rc.turns.turn]
 		seq, value, read, ok, err := side.step()
 		rc.read += read
-		rc.spent += read
 		if err != nil || !ok {
 			// Any list alone is complete: its end is the end.
 			return candidate{}, false, err
 		}
 		in := rc.filter.match(value)
-		if in {
-			rc.spent += raceLookupCost
-		}
-		if rc.spent >= rc.budget {
+		if rc.turns.spend(read, in, len(rc.sides)) {
 			// Everything up to seq is settled; the next list goes on after it.
-			rc.turn = (rc.turn + 1) % len(rc.sides)
-			rc.sides[rc.turn].seek(seq + 1)
-			rc.spent, rc.budget = 0, 2*rc.budget
+			rc.sides[rc.turns.turn].seek(seq + 1)
 		}
 		if in {
 			return candidate{seq, value}, true, nil
@@ -188,24 +205,22 @@ func (rc *equalityRace) close() {
 // gathering's collect; once the gathering is complete, the gathered
 // candidates continue after the last one the partition returned.
 type gatherRace struct {
-	part   raceSide
-	ri     int         // the plan's next range to gather
-	it     kv.Iterator // the plan's range being gathered
-	done   bool        // every entry of the plan is gathered
-	turn   int         // 0: gathering; 1: the partition
-	spent  int
-	budget int
-	after  uint64 // candidates from here on remain (inclusive)
+	part  raceSide
+	ri    int         // the plan's next range to gather
+	it    kv.Iterator // the plan's range being gathered
+	done  bool        // every entry of the plan is gathered
+	turns raceTurns   // turn 0: gathering; 1: the partition
+	after uint64      // candidates from here on remain (inclusive)
 }
 
 func newGatherRace(r kv.Reader, partition keyRange) *gatherRace {
-	return &gatherRace{part: raceSide{r: r, ranges: []keyRange{partition}}, budget: raceFirstBudget}
+	return &gatherRace{part: raceSide{r: r, ranges: []keyRange{partition}}, turns: newRaceTurns()}
 }
 
 // seek restarts at sequence number seq; what was gathered stays.
 func (g *gatherRace) seek(seq uint64) {
 	g.part.seek(seq)
-	g.after, g.turn, g.spent, g.budget = seq, 0, 0, raceFirstBudget
+	g.after, g.turns = seq, newRaceTurns()
 }
 
 func (g *gatherRace) close() {
@@ -229,7 +244,7 @@ func (g *gatherRace) next(x *indexSource) (candidate, bool, error) {
 			x.i++
 			return x.cands[x.i-1], true, nil
 		}
-		if g.turn == 0 {
+		if g.turns.turn == 0 {
 			if err := g.gather(x); err != nil {
 				return candidate{}, false, err
 			}
@@ -237,17 +252,11 @@ func (g *gatherRace) next(x *indexSource) (candidate, bool, error) {
 		}
 		seq, value, read, ok, err := g.part.step()
 		x.scanned += read
-		g.spent += read
 		if err != nil || !ok {
 			return candidate{}, false, err // the partition's list alone is complete
 		}
 		in := x.filter.match(value)
-		if in {
-			g.spent += raceLookupCost
-		}
-		if g.spent >= g.budget {
-			g.turn, g.spent, g.budget = 0, 0, 2*g.budget
-		}
+		g.turns.spend(read, in, 2)
 		g.after = seq + 1
 		if in {
 			return candidate{seq, value}, true, nil
@@ -257,7 +266,7 @@ func (g *gatherRace) next(x *indexSource) (candidate, bool, error) {
 
 // gather reads the plan's entries for one turn, or to their end.
 func (g *gatherRace) gather(x *indexSource) error {
-	for g.spent < g.budget {
+	for {
 		if g.it == nil {
 			if g.ri == len(x.ranges) {
 				x.sortCandidates()
@@ -277,10 +286,9 @@ func (g *gatherRace) gather(x *indexSource) error {
 			continue
 		}
 		x.scanned++
-		g.spent++
 		x.collect(g.it)
+		if g.turns.spend(1, false, 2) {
+			return nil // the partition's list goes on where its last turn stopped
+		}
 	}
-	// The partition's list goes on where its last turn stopped.
-	g.turn, g.spent, g.budget = 1, 0, 2*g.budget
-	return nil
 }

@@ -213,8 +213,7 @@ func indexPrefix(coll [8]byte, path []string) []byte {
 
 // appendIndexPrefix appends I <collRid> <path> to b.
 func appendIndexPrefix(b []byte, coll [8]byte, path []string) []byte {
-	b = append(append(b, pfxIndex), coll[:]...)
-	b = append(b, byte(len(path)))
+	b = append(appendCollKey(b, pfxIndex, coll), byte(len(path)))
 	for _, s := range path {
 		if s == arrayElem {
 			b = append(b, tagArrayElem)

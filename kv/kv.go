@@ -147,8 +147,8 @@ type Inserter interface {
 
 // BatchGetter is implemented by the readers and transactions of stores that
 // look up several keys for less than a Get apiece: a network database answers
-// them in one round trip instead of one each. Callers use it through
-// [GetBatch].
+// them in one round trip instead of one each. Callers that need not know
+// whether a reader batches can use [GetBatch].
 type BatchGetter interface {
 	// GetBatch returns the values stored at keys, in the order of keys, with
 	// nil for a key that is absent (a present empty value is an empty,

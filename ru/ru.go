@@ -89,6 +89,15 @@ type Query struct {
 	BytesReturned int
 }
 
+// Add adds the work of o to q: a page whose documents came from more than
+// one read.
+func (q *Query) Add(o Query) {
+	q.IndexEntries += o.IndexEntries
+	q.Documents += o.Documents
+	q.BytesLoaded += o.BytesLoaded
+	q.BytesReturned += o.BytesReturned
+}
+
 // Charge is the page's cost.
 func (q Query) Charge() float64 {
 	return Round(QueryBase + QueryPerIndexEntry*float64(q.IndexEntries) + QueryPerDocument*float64(q.Documents) +

@@ -53,3 +53,11 @@ func TestChargesArePositiveAndRounded(t *testing.T) {
 		}
 	}
 }
+
+func TestQueryAdd(t *testing.T) {
+	q := Query{IndexEntries: 1, Documents: 2, BytesLoaded: 3, BytesReturned: 4}
+	q.Add(Query{IndexEntries: 10, Documents: 20, BytesLoaded: 30, BytesReturned: 40})
+	if want := (Query{IndexEntries: 11, Documents: 22, BytesLoaded: 33, BytesReturned: 44}); q != want {
+		t.Errorf("sum %+v, want %+v", q, want)
+	}
+}
