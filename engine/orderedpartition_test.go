@@ -66,7 +66,7 @@ func TestPartitionOrderBy(t *testing.T) {
 				var pages [4][][]string
 				var charges [4]float64
 				for i, name := range names {
-					pages[i], charges[i] = allPages(t, te, name, text, lethe.PartitionKey{key}, size)
+					pages[i], charges[i] = te.allPages(name, QueryOptions{Text: text, PK: lethe.PartitionKey{key}, MaxItems: size})
 				}
 				if len(slices.Concat(pages[0]...)) == 0 {
 					t.Fatalf("%s %q: no rows", key, text)

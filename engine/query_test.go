@@ -18,23 +18,8 @@ import (
 // every row's JSON.
 func (te *testEngine) queryAll(coll, text string, params map[string]jsonv.Value, pageSize int) []string {
 	te.t.Helper()
-	var rows []string
-	cont := ""
-	for pages := 0; ; pages++ {
-		if pages > 10_000 {
-			te.t.Fatalf("query %q does not terminate", text)
-		}
-		page, err := te.QueryDocuments(ctx, "db", coll, QueryOptions{Text: text, Params: params, MaxItems: pageSize, Continuation: cont})
-		if err != nil {
-			te.t.Fatalf("query %q: %v", text, err)
-		}
-		for _, r := range page.Rows {
-			rows = append(rows, string(r))
-		}
-		if cont = page.Continuation; cont == "" {
-			return rows
-		}
-	}
+	pages, _ := te.allPages(coll, QueryOptions{Text: text, Params: params, MaxItems: pageSize})
+	return slices.Concat(pages...)
 }
 
 // TestIndexedQueriesEqualScans: the same random documents in a container with

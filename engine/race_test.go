@@ -56,7 +56,7 @@ func TestEqualityRace(t *testing.T) {
 	// sum of their charges.
 	run := func(text string, key lethe.PartitionKey, size int) (pages [][][]string, charges []float64) {
 		for _, name := range names {
-			ps, charge := allPages(t, te, name, text, key, size)
+			ps, charge := te.allPages(name, QueryOptions{Text: text, PK: key, MaxItems: size})
 			pages, charges = append(pages, ps), append(charges, charge)
 		}
 		rowsSeen[text] += len(slices.Concat(pages[0]...))
@@ -127,17 +127,16 @@ func createContainers(t *testing.T, te *testEngine, names []string, policies map
 	}
 }
 
-// allPages reads every page of text in container coll of database "db",
-// scoped to key: each page's rows, and the sum of their charges.
-func allPages(t *testing.T, te *testEngine, coll, text string, key lethe.PartitionKey, size int) ([][]string, float64) {
-	t.Helper()
+// allPages reads every page of opts's query in container coll of database
+// "db": each page's rows, and the sum of their charges.
+func (te *testEngine) allPages(coll string, opts QueryOptions) ([][]string, float64) {
+	te.t.Helper()
 	var pages [][]string
 	charge := 0.0
-	opts := QueryOptions{Text: text, PK: key, MaxItems: size}
-	for range 3000 {
+	for range 10_000 {
 		page, err := te.QueryDocuments(ctx, "db", coll, opts)
 		if err != nil {
-			t.Fatalf("%s %v %q: %v", coll, key, text, err)
+			te.t.Fatalf("%s %v %q: %v", coll, opts.PK, opts.Text, err)
 		}
 		var rows []string
 		for _, r := range page.Rows {
@@ -149,7 +148,7 @@ func allPages(t *testing.T, te *testEngine, coll, text string, key lethe.Partiti
 			return pages, charge
 		}
 	}
-	t.Fatalf("%s %v %q: more than 3,000 pages", coll, key, text)
+	te.t.Fatalf("%s %v %q does not terminate: more than 10,000 pages", coll, opts.PK, opts.Text)
 	return nil, 0
 }
 
