@@ -27,13 +27,13 @@ import (
 // compaction instead rests before each output write, while the foreground is
 // active, compactionRestFactor times as long as it computed since its
 // previous write: it then runs in slices of about one block and uses at most
-// a quarter of a core. Neither applies while level 0 is backed up
-// (maxPacedL0Sublevels): compactions then run at full speed until the tree is
-// healthy again. The write-ahead log is never slowed.
+// a quarter of a core. Neither applies while level 0 is backed up, twice as
+// deep as the depth that starts a compaction out of it (pacedL0Factor):
+// compactions then run at full speed until the tree is healthy again. The write-ahead log is never slowed.
 const (
 	compactionRestFactor = 3
 	maxCompactionRest    = 5 * time.Millisecond
-	maxPacedL0Sublevels  = 8
+	pacedL0Factor        = 2
 	lsmCheckInterval     = 100 * time.Millisecond
 )
 
@@ -59,8 +59,8 @@ const (
 // zero: 16 MiB/s, about three times what flushes and compactions wrote on
 // average while a steady load of reads and creates ran beside a purge of
 // 1,000,000 documents (engine BenchmarkForegroundDuringPurgeInterleaved).
-// Compactions that fall behind deepen level 0, and from maxPacedL0Sublevels
-// on they run unlimited.
+// Compactions that fall behind deepen level 0, and from the pacer's
+// maxPacedSublevels on they run unlimited.
 const DefaultBackgroundWriteRate = 16 << 20
 
 // BackgroundJobs is how many flushes and compactions may run at once: one
@@ -78,6 +78,9 @@ const (
 // pacer decides whether compaction writes rest, and for how long.
 type pacer struct {
 	foreground func() bool
+	// maxPacedSublevels is level 0's depth from which compactions are not
+	// paced: level 0 is then backed up.
+	maxPacedSublevels int
 	// l0Sublevels reports level 0's depth; nil until the DB is open.
 	l0Sublevels atomic.Pointer[func() int]
 	checkedAt   atomic.Int64 // Unix nanoseconds of the last level-0 check
@@ -123,7 +126,7 @@ func (p *pacer) healthy(now time.Time) bool {
 	last := p.checkedAt.Load()
 	if now.UnixNano()-last >= int64(lsmCheckInterval) && p.checkedAt.CompareAndSwap(last, now.UnixNano()) {
 		if f := p.l0Sublevels.Load(); f != nil {
-			p.backedUp.Store((*f)() >= maxPacedL0Sublevels)
+			p.backedUp.Store((*f)() >= p.maxPacedSublevels)
 		}
 	}
 	return !p.backedUp.Load()

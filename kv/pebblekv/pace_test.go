@@ -16,11 +16,15 @@ import (
 	"github.com/lethe-db/lethe/kv"
 )
 
+// testPacedSublevels is the level-0 depth from which the tests' pacers
+// count level 0 as backed up.
+const testPacedSublevels = 16
+
 func TestPacerRest(t *testing.T) {
 	var fg atomic.Bool
 	sublevels := 0
 	now := time.Unix(1000, 0) // a fake clock that only sleeping moves
-	p := &pacer{foreground: fg.Load,
+	p := &pacer{foreground: fg.Load, maxPacedSublevels: testPacedSublevels,
 		now:   func() time.Time { return now },
 		sleep: func(d time.Duration) { now = now.Add(d) },
 	}
@@ -41,10 +45,19 @@ func TestPacerRest(t *testing.T) {
 		t.Fatalf("rest after a long stretch: total %v, want %v (capped)", got, want)
 	}
 
+	// Just short of backed up: still paced.
+	before := p.rested.Load()
+	sublevels = testPacedSublevels - 1
+	p.checkedAt.Store(0)
+	p.rest(time.Millisecond)
+	if p.rested.Load() == before {
+		t.Fatal("did not rest with level 0 one sublevel short of backed up")
+	}
+
 	// Level 0 backed up: compactions run at full speed, once the next check
 	// (at most lsmCheckInterval later) has seen it.
-	before := p.rested.Load()
-	sublevels = maxPacedL0Sublevels
+	before = p.rested.Load()
+	sublevels = testPacedSublevels
 	p.checkedAt.Store(0)
 	p.rest(time.Millisecond)
 	if p.rested.Load() != before {
@@ -195,7 +208,7 @@ func TestPacerThrottle(t *testing.T) {
 	// A fake clock that only sleeping moves, plus a step between calls.
 	now := time.Unix(1000, 0)
 	var slept []time.Duration
-	p := &pacer{foreground: fg.Load, writeRate: rate,
+	p := &pacer{foreground: fg.Load, writeRate: rate, maxPacedSublevels: testPacedSublevels,
 		now:   func() time.Time { return now },
 		sleep: func(d time.Duration) { slept = append(slept, d); now = now.Add(d) },
 	}
@@ -228,7 +241,7 @@ func TestPacerThrottle(t *testing.T) {
 
 	// Level 0 backed up: no wait, once the next check has seen it.
 	before := p.throttled.Load()
-	sublevels = maxPacedL0Sublevels
+	sublevels = testPacedSublevels
 	p.checkedAt.Store(0)
 	p.throttle(1 << 20)
 	p.throttle(1 << 20)

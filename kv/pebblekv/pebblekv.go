@@ -134,13 +134,46 @@ const DefaultCacheSize = 2 << 20
 // does not pay for it.
 const DefaultInMemoryCacheSize = 64 << 20
 
-// DefaultMemTableSize is the size of each memtable: 32 MiB. Pebble's 4 MiB
-// default flushes so often under a purge (about nine tombstones per expired
-// document with default indexing) that writes stall behind flushes and
-// compactions. Measured purging 1,000,000 indexed documents: 4 MiB 23.5k,
-// 16 MiB 68.8k, 32 MiB 86.1k documents/s; RSS after loading them 58, 119 and
-// 155 MiB.
-const DefaultMemTableSize = 32 << 20
+// DefaultMemTableSize is the size of each memtable of a store on disk:
+// 16 MiB. Pebble keeps two (one taking writes, the other being flushed or
+// kept for reuse), and both stay resident: a third of a durable server's
+// memory. Pebble's 4 MiB default flushes so often under a purge
+// (about nine tombstones per expired document with default indexing) that
+// writes stall behind flushes and compactions; what the purge needs is
+// enough bytes in each compaction out of level 0, which
+// defaultL0CompactionBytes sets. Measured purging 1,000,000 indexed
+// documents: 32 MiB memtables 95k-138k documents/s in four runs; 16 MiB with
+// compactions out of level 0 of eight tables 95k-122k in four, of four
+// tables 81k in one. Durable server RSS after the issue-21 workloads: 119-127
+// MB with 32 MiB, 89-95 MB with 16 MiB.
+const DefaultMemTableSize = 16 << 20
+
+// InMemoryMemTableSize is the size of each memtable of an InMemory store:
+// 32 MiB. There the data is in memory anyway, and smaller memtables made
+// creates dearer (8 MiB: 105 us of server CPU against 97).
+const InMemoryMemTableSize = 32 << 20
+
+// defaultL0CompactionBytes is about how much a compaction out of level 0
+// takes in: Pebble starts one when level 0 holds L0CompactionThreshold
+// tables, each a flushed memtable. A purge writes tombstones all over the
+// key space, so every such compaction rewrites the whole of the level below;
+// the more it takes in at once, the fewer times that level is rewritten.
+// 128 MiB is Pebble's default threshold (four tables) times 32 MiB memtables,
+// which the purge was tuned with.
+const defaultL0CompactionBytes = 128 << 20
+
+// l0CompactionThreshold returns how many level-0 tables start a compaction
+// with memtables of memTable bytes: defaultL0CompactionBytes' worth, from
+// Pebble's default of four to eight (more would make every read look
+// through more tables).
+func l0CompactionThreshold(memTable int64) int {
+	return int(min(max(defaultL0CompactionBytes/memTable, 4), 8))
+}
+
+// l0StopWritesFactor is how many times l0CompactionThreshold level 0 may
+// hold before Pebble stops writes until compactions catch up: Pebble's
+// default is three (12 sublevels for a threshold of 4).
+const l0StopWritesFactor = 3
 
 // memTablesCharged is how many memtables' sizes the block cache is made
 // larger by: Pebble charges every memtable's arena to the cache, and after
@@ -261,6 +294,13 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 				s.slowOps.Add(1) // after the log line, for whoever waits on the count
 			})
 	}
+	memTable := int64(DefaultMemTableSize)
+	switch {
+	case opts.InMemory:
+		memTable = InMemoryMemTableSize
+	case s.space != nil:
+		memTable = memTableFor(s.space.total.Load())
+	}
 	if opts.Foreground != nil {
 		rate := opts.BackgroundWriteRate
 		switch {
@@ -269,14 +309,11 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		case rate < 0:
 			rate = 0 // unlimited
 		}
-		s.pace = &pacer{foreground: opts.Foreground, writeRate: rate}
+		s.pace = &pacer{foreground: opts.Foreground, writeRate: rate,
+			maxPacedSublevels: pacedL0Factor * l0CompactionThreshold(memTable)}
 		pfs = pacedFS{FS: pfs, p: s.pace}
 	}
 	s.jobs = &jobCounter{notify: opts.Jobs}
-	memTable := int64(DefaultMemTableSize)
-	if s.space != nil {
-		memTable = memTableFor(s.space.total.Load())
-	}
 	s.options = func(readOnly bool) *pebble.Options {
 		return s.pebbleOptions(opts, pfs, memTable, readOnly)
 	}
@@ -322,6 +359,8 @@ func (s *Store) pebbleOptions(opts Options, fs vfs.FS, memTable int64, readOnly 
 		DisableWAL:         opts.InMemory,
 	}
 	po.MemTableSize = uint64(memTable)
+	po.L0CompactionThreshold = l0CompactionThreshold(memTable)
+	po.L0StopWritesThreshold = l0StopWritesFactor * po.L0CompactionThreshold
 	blocks := int64(DefaultCacheSize)
 	switch {
 	case opts.CacheSize > 0:

@@ -579,7 +579,7 @@ func TestBlockCacheAndFilters(t *testing.T) {
 	s := openMem(t)
 	ctx := context.Background()
 	value := strings.Repeat("v", 500)
-	for i := range 1 + DefaultMemTableSize/(1000*len(value)) {
+	for i := range 1 + InMemoryMemTableSize/(1000*len(value)) {
 		putKeys(t, s, 1000, func(j int) int { return i*1000 + j }, []byte(value))
 	}
 	if err := s.db.Flush(); err != nil {
@@ -625,5 +625,40 @@ func putKeys(t *testing.T, s *Store, n int, key func(j int) int, value []byte) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMemTableSizing checks the memtables and level-0 thresholds each kind
+// of store opens with: a store on disk takes smaller memtables and, to keep
+// the bytes a compaction out of level 0 takes in, waits for more of them.
+func TestMemTableSizing(t *testing.T) {
+	for _, tc := range []struct{ memTable, threshold int64 }{
+		{1 << 20, 8}, {8 << 20, 8}, {16 << 20, 8}, {24 << 20, 5}, {32 << 20, 4}, {64 << 20, 4},
+	} {
+		if got := l0CompactionThreshold(tc.memTable); int64(got) != tc.threshold {
+			t.Errorf("l0CompactionThreshold(%d MiB) = %d, want %d", tc.memTable>>20, got, tc.threshold)
+		}
+	}
+	check := func(name string, s *Store, memTable uint64, threshold int) {
+		t.Helper()
+		po := s.options(false)
+		if po.MemTableSize != memTable || po.L0CompactionThreshold != threshold || po.L0StopWritesThreshold != l0StopWritesFactor*threshold {
+			t.Errorf("%s: memtable %d, level-0 thresholds %d and %d; want %d, %d and %d", name,
+				po.MemTableSize, po.L0CompactionThreshold, po.L0StopWritesThreshold, memTable, threshold, l0StopWritesFactor*threshold)
+		}
+	}
+	check("in memory", openMem(t), InMemoryMemTableSize, 4)
+	disk, err := Open(Options{Dir: t.TempDir(), Reserve: -1, Foreground: func() bool { return false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = disk.Close() })
+	want := uint64(DefaultMemTableSize)
+	if disk.space != nil {
+		want = uint64(memTableFor(disk.space.total.Load()))
+	}
+	check("on disk", disk, want, l0CompactionThreshold(int64(want)))
+	if got := disk.pace.maxPacedSublevels; got != pacedL0Factor*l0CompactionThreshold(int64(want)) {
+		t.Errorf("on disk: compactions paced up to %d level-0 sublevels, want %d", got, pacedL0Factor*l0CompactionThreshold(int64(want)))
 	}
 }
