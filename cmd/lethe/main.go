@@ -27,6 +27,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
@@ -199,6 +200,7 @@ type config struct {
 	logLevel   string
 	logFormat  string
 	cpuProfile string
+	memProfile string
 	clock      string
 	metrics    bool
 	advertise  string
@@ -254,6 +256,7 @@ func parseServeFlags(args []string, help io.Writer) (*config, error) {
 	fs.StringVar(&c.advertise, "advertise-endpoint", env("LETHE_ADVERTISE_ENDPOINT", ""), "the URL the account advertises to SDKs, which send every later request there; default: the scheme and host each request was sent to (LETHE_ADVERTISE_ENDPOINT)")
 	fs.BoolVar(&c.allQueries, "serve-all-cross-partition-queries", envBool("LETHE_SERVE_ALL_CROSS_PARTITION_QUERIES"), "evaluate on the server the cross-partition queries Cosmos DB's gateway refuses (ORDER BY, GROUP BY, aggregates, DISTINCT, TOP, OFFSET LIMIT), for clients without a query pipeline such as the Go SDK (LETHE_SERVE_ALL_CROSS_PARTITION_QUERIES)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", env("LETHE_CPUPROFILE", ""), "write a CPU profile of the whole run to this file, for performance work (LETHE_CPUPROFILE)")
+	fs.StringVar(&c.memProfile, "memprofile", env("LETHE_MEMPROFILE", ""), "write a profile of the Go heap to this file at shutdown, before the store closes, for memory work (LETHE_MEMPROFILE)")
 	// The usage names the key's default in words: it never prints a key,
 	// which would be one set in LETHE_KEY.
 	fs.Lookup("key").DefValue = ""
@@ -458,6 +461,11 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	// a signal's shutdown closes them itself, within --shutdown-timeout.
 	var eng *engine.Engine
 	closeAll := func() {
+		if c.memProfile != "" {
+			if err := writeHeapProfile(c.memProfile); err != nil {
+				log.Error("memory profile", "err", err)
+			}
+		}
 		if eng != nil {
 			eng.Close()
 		}
@@ -560,6 +568,22 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	shuttingDown = true
 	shutdown(srv, errc, closeAll, c.shutdownWait, log)
 	return nil
+}
+
+// writeHeapProfile writes a profile of the Go heap to path, as it is after a
+// collection: what the server holds, not what it has allocated since the
+// last one. Pebble's memtables and block cache are outside the Go heap.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // stoppable is the HTTP side of the server, as shutdown stops it.

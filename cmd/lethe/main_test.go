@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -134,17 +136,45 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// TestCPUProfileEnv: --cpuprofile can be set with LETHE_CPUPROFILE, and the
-// flag wins over it.
-func TestCPUProfileEnv(t *testing.T) {
-	t.Setenv("LETHE_CPUPROFILE", "env.prof")
-	c, err := parseServeFlags(nil, nil)
-	if err != nil || c.cpuProfile != "env.prof" {
-		t.Fatalf("from the environment: %+v, %v", c, err)
+// TestProfileFlags: --cpuprofile and --memprofile can be set with
+// LETHE_CPUPROFILE and LETHE_MEMPROFILE, and the flag wins over the
+// environment.
+func TestProfileFlags(t *testing.T) {
+	for _, tc := range []struct {
+		flag, env string
+		get       func(*config) string
+	}{
+		{"--cpuprofile", "LETHE_CPUPROFILE", func(c *config) string { return c.cpuProfile }},
+		{"--memprofile", "LETHE_MEMPROFILE", func(c *config) string { return c.memProfile }},
+	} {
+		t.Setenv(tc.env, "env.prof")
+		c, err := parseServeFlags(nil, nil)
+		if err != nil || tc.get(c) != "env.prof" {
+			t.Fatalf("%s from the environment: %+v, %v", tc.env, c, err)
+		}
+		c, err = parseServeFlags([]string{tc.flag, "flag.prof"}, nil)
+		if err != nil || tc.get(c) != "flag.prof" {
+			t.Fatalf("%s over the environment: %+v, %v", tc.flag, c, err)
+		}
 	}
-	c, err = parseServeFlags([]string{"--cpuprofile", "flag.prof"}, nil)
-	if err != nil || c.cpuProfile != "flag.prof" {
-		t.Fatalf("flag over environment: %+v, %v", c, err)
+}
+
+// TestHeapProfile: what --memprofile writes is a heap profile.
+func TestHeapProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "heap.prof")
+	if err := writeHeapProfile(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A profile is gzipped protocol buffers.
+	if len(b) < 100 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("heap profile of %d bytes, starting % x: not a gzipped profile", len(b), b[:min(len(b), 4)])
+	}
+	if err := writeHeapProfile(filepath.Join(t.TempDir(), "no", "such", "dir")); err == nil {
+		t.Fatal("writing into a missing directory succeeded")
 	}
 }
 
