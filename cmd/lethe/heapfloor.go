@@ -26,7 +26,8 @@ var heapFloor []byte
 // raiseHeapFloor makes the collector count heapFloorBytes more live heap than
 // there is, so that it waits for about twice that much allocation before
 // collecting again, and lets the heap grow by the same proportion as before
-// once the real live heap is large (an in-memory store's). The allocation is
+// if the real live heap is ever large. (An in-memory store's sstables are
+// outside the Go heap too: pebblekv's tableFS.) The allocation is
 // pointer-free and never written: the collector does not scan it, and its
 // pages, fresh from the operating system, are never touched, so it takes
 // address space and no memory. An operator's GOGC is left alone.

@@ -205,6 +205,7 @@ type Store struct {
 	desc     string      // directory (or "memory") for error messages
 	dir      string
 	log      *slog.Logger
+	mem      *tableFS // an in-memory store's file system; nil on disk
 
 	// options builds the Pebble options for (re)opening the database.
 	options func(readOnly bool) *pebble.Options
@@ -262,18 +263,20 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 	}
 	dir, desc := opts.Dir, opts.Dir
 	var base, pfs vfs.FS
+	var mem *tableFS
 	switch {
 	case fs != nil:
 		base = fs
 	case opts.InMemory:
-		pfs = vfs.NewMem()
+		mem = newTableFS()
+		pfs = mem
 		dir, desc = "", "memory"
 	case dir == "":
 		return nil, errors.New("pebblekv: open: Options.Dir is empty and InMemory is false")
 	default:
 		base = vfs.Default
 	}
-	s := &Store{desc: desc, dir: dir, log: logger, writeSem: make(chan struct{}, 1)}
+	s := &Store{desc: desc, dir: dir, log: logger, writeSem: make(chan struct{}, 1), mem: mem}
 	if base != nil {
 		if err := base.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("pebblekv: open %s: %w", desc, err)
@@ -640,6 +643,9 @@ func (s *Store) Close() error {
 	s.unshareSnapshot()
 	s.flushBeforeClose()
 	err := s.db.Close()
+	if s.mem != nil {
+		s.mem.release() // Pebble has closed every file
+	}
 	s.stopWatchers()
 	if err != nil {
 		return fmt.Errorf("pebblekv: close %s: %w", s.desc, err)
