@@ -248,7 +248,10 @@ func (tb *table) free() {
 	tb.chunks, tb.n = nil, 0
 }
 
-var errTableFreed = errors.New("pebblekv: in-memory table read after the store closed")
+var (
+	errTableFreed     = errors.New("pebblekv: in-memory table used after the store closed")
+	errNegativeOffset = errors.New("pebblekv: negative offset in an in-memory table")
+)
 
 // writeAt writes p at off, growing the table as needed.
 func (tb *table) writeAt(p []byte, off int64) error {
@@ -256,6 +259,9 @@ func (tb *table) writeAt(p []byte, off int64) error {
 	defer tb.mu.Unlock()
 	if tb.freed {
 		return errTableFreed
+	}
+	if off < 0 {
+		return errNegativeOffset
 	}
 	end := off + int64(len(p))
 	for int64(len(tb.chunks))*tableChunk < end {
@@ -282,7 +288,7 @@ func (tb *table) readAt(p []byte, off int64) (int, error) {
 		return 0, errTableFreed
 	}
 	if off < 0 {
-		return 0, errors.New("pebblekv: negative offset")
+		return 0, errNegativeOffset
 	}
 	if off >= tb.n {
 		return 0, io.EOF

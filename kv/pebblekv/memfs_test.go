@@ -78,6 +78,9 @@ func TestTableFS(t *testing.T) {
 	if _, err := r.Write([]byte("x")); err == nil {
 		t.Fatal("wrote to a table opened for reading")
 	}
+	if _, err := r.ReadAt(got, -1); !errors.Is(err, errNegativeOffset) {
+		t.Fatalf("ReadAt -1: %v, want errNegativeOffset", err)
+	}
 
 	// Removed while open: the reader still reads, and the memory goes back
 	// when it closes.
