@@ -29,7 +29,8 @@ import (
 // previous write: it then runs in slices of about one block and uses at most
 // a quarter of a core. Neither applies while level 0 is backed up, twice as
 // deep as the depth that starts a compaction out of it (pacedL0Factor):
-// compactions then run at full speed until the tree is healthy again. The write-ahead log is never slowed.
+// compactions then run at full speed until the tree is healthy again. The
+// write-ahead log is never slowed.
 const (
 	compactionRestFactor = 3
 	maxCompactionRest    = 5 * time.Millisecond
