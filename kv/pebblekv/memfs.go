@@ -65,13 +65,7 @@ func (t *tableFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File,
 	}
 	tb := &table{}
 	tb.refs.Store(2) // the name's and the writer's
-	t.mu.Lock()
-	old := t.tables[name]
-	t.tables[name] = tb
-	t.mu.Unlock()
-	if old != nil {
-		old.unref()
-	}
+	t.setTable(name, tb)
 	return &tableFile{t: tb, name: name, write: true}, nil
 }
 
@@ -107,7 +101,7 @@ func (t *tableFS) Remove(name string) error {
 		return err
 	}
 	if isTable(name) {
-		t.drop(name)
+		t.setTable(name, nil)
 	}
 	return nil
 }
@@ -133,13 +127,19 @@ func (t *tableFS) RemoveAll(name string) error {
 	return nil
 }
 
-func (t *tableFS) drop(name string) {
+// setTable makes tb the table of name, or removes name's table when tb is
+// nil, and lets go of the name's reference to the table it had.
+func (t *tableFS) setTable(name string, tb *table) {
 	t.mu.Lock()
-	tb := t.tables[name]
-	delete(t.tables, name)
-	t.mu.Unlock()
+	old := t.tables[name]
 	if tb != nil {
-		tb.unref()
+		t.tables[name] = tb
+	} else {
+		delete(t.tables, name)
+	}
+	t.mu.Unlock()
+	if old != nil {
+		old.unref()
 	}
 }
 
@@ -349,7 +349,7 @@ func (f *tableFile) WriteAt(p []byte, off int64) (int, error) {
 func (f *tableFile) Preallocate(offset, length int64) error { return nil }
 
 func (f *tableFile) Stat() (vfs.FileInfo, error) {
-	return tableInfo{FileInfo: fileInfo{name: f.name}, size: f.t.size()}, nil
+	return fileInfo{name: f.name, size: f.t.size()}, nil
 }
 
 // Sync, SyncTo and SyncData have nothing to do: the memory is the storage.
@@ -361,8 +361,12 @@ func (f *tableFile) Prefetch(offset, length int64) error {
 }
 func (f *tableFile) Fd() uintptr { return vfs.InvalidFd }
 
-// fileInfo describes an open table's file for tableFile.Stat.
-type fileInfo struct{ name string }
+// fileInfo describes an open table's file for tableFile.Stat: its name may
+// be gone from the file system while the file is open.
+type fileInfo struct {
+	name string
+	size int64
+}
 
 func (i fileInfo) Name() string           { return i.name[strings.LastIndex(i.name, "/")+1:] }
 func (i fileInfo) Size() int64            { return 0 }

@@ -75,6 +75,9 @@ func TestTableFS(t *testing.T) {
 	if err != nil || !bytes.Equal(all, want) {
 		t.Fatalf("Read to the end: %d bytes, %v", len(all), err)
 	}
+	if fi, err := r.Stat(); err != nil || fi.Size() != int64(len(want)) || fi.Name() != "000001.sst" {
+		t.Fatalf("stat of the open file: %v, %v", fi, err)
+	}
 	if _, err := r.Write([]byte("x")); err == nil {
 		t.Fatal("wrote to a table opened for reading")
 	}
