@@ -369,7 +369,7 @@ type fileInfo struct {
 }
 
 func (i fileInfo) Name() string           { return i.name[strings.LastIndex(i.name, "/")+1:] }
-func (i fileInfo) Size() int64            { return 0 }
+func (i fileInfo) Size() int64            { return i.size }
 func (i fileInfo) Mode() fs.FileMode      { return 0o644 }
 func (i fileInfo) ModTime() time.Time     { return time.Time{} }
 func (i fileInfo) IsDir() bool            { return false }
