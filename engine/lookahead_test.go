@@ -50,10 +50,10 @@ func answersBatches(r kv.Reader) kv.Reader {
 	return &batchCountingReader{Reader: r, c: &batchCounter{}}
 }
 
-// TestPagesLookUpInOneBatch: on a store that answers batches, a page of an
-// indexed query, of a scan and of the read feed looks its documents up in
-// one GetBatch, not one Get each.
-func TestPagesLookUpInOneBatch(t *testing.T) {
+// batchCountingEngine returns an engine over a batchCounter, with documents
+// d00 to d29 in partition "p" of container "c" of database "db".
+func batchCountingEngine(t *testing.T) (*testEngine, *batchCounter) {
+	t.Helper()
 	store := &batchCounter{Store: newMemStore(t)}
 	te := openTestEngine(t, store, Options{DisableBackground: true})
 	te.mustDB("db")
@@ -63,6 +63,14 @@ func TestPagesLookUpInOneBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return te, store
+}
+
+// TestPagesLookUpInOneBatch: on a store that answers batches, a page of an
+// indexed query, of a scan and of the read feed looks its documents up in
+// one GetBatch, not one Get each.
+func TestPagesLookUpInOneBatch(t *testing.T) {
+	te, store := batchCountingEngine(t)
 	// A query page reads its 10 rows; a resumed one also the previous
 	// page's last row again. A full page promises more, so a fourth, empty
 	// page reads only d29 again. A read feed page reads one document past
@@ -119,6 +127,32 @@ func TestPagesLookUpInOneBatch(t *testing.T) {
 		}
 		if len(ids) != 30 || !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != 30 {
 			t.Errorf("%s: pages returned %v, want d00..d29 in order", c.name, ids)
+		}
+	}
+}
+
+// TestLookAheadStopsAtTop: a page looks up no more documents ahead than the
+// query's TOP, or OFFSET plus LIMIT, lets it return.
+func TestLookAheadStopsAtTop(t *testing.T) {
+	te, store := batchCountingEngine(t)
+	for _, c := range []struct {
+		text       string
+		rows, keys int64
+	}{
+		{"SELECT TOP 3 * FROM c", 3, 3},
+		{"SELECT * FROM c OFFSET 2 LIMIT 2", 2, 4},
+		{"SELECT TOP 50 * FROM c", 10, 10}, // the page is smaller
+	} {
+		store.docGets.Store(0)
+		store.batches.Store(0)
+		store.batchKeys.Store(0)
+		res, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: c.text, PK: pk("p"), MaxItems: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(res.Rows)) != c.rows || store.batches.Load() != 1 || store.batchKeys.Load() != c.keys || store.docGets.Load() != 0 {
+			t.Errorf("%s: %d rows from %d batches of %d keys in all and %d document Gets; want %d rows from 1 batch of %d keys",
+				c.text, len(res.Rows), store.batches.Load(), store.batchKeys.Load(), store.docGets.Load(), c.rows, c.keys)
 		}
 	}
 }

@@ -166,7 +166,8 @@ func (e *Engine) QueryDocuments(ctx context.Context, dbID, collID string, opts Q
 
 // queryPage runs one page of q in scope s at the instant precise. Its source
 // looks documents up lookAhead at a time; 0 means as many as a streamed page
-// reads: its rows, and on a resumed page the previous page's last row again.
+// reads: its rows (no more than the query's TOP, or OFFSET plus LIMIT), and
+// on a resumed page the previous page's last row again.
 func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOptions, precise time.Time, lookAhead int) (QueryPage, error) {
 	tok, err := decodeQueryToken(opts.Continuation, s.c.RID, qh)
 	if err != nil {
@@ -174,6 +175,9 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	}
 	if lookAhead == 0 {
 		lookAhead = pageSize(opts.MaxItems)
+		if bound := q.RowBound(opts.Params); bound >= 0 {
+			lookAhead = min(lookAhead, max(bound, 1))
+		}
 		if tok.Cursor != nil {
 			lookAhead++
 		}

@@ -252,6 +252,23 @@ func (q *Query) ResumeFirstKey(after Cursor) (key jsonv.Value, undefined, ok boo
 	return decodeScalarKey(after[1:], s.OrderBy[0].Desc)
 }
 
+// RowBound returns the rows the query returns at most, counting those its
+// OFFSET skips: its TOP, or its OFFSET plus its LIMIT; -1 without either, or
+// when they are not counts (Execute reports that). A source need not look up
+// more documents ahead than this, since a streaming query stops there.
+func (q *Query) RowBound(params map[string]jsonv.Value) int {
+	s := q.stmt
+	if s.Top == nil && s.Offset == nil {
+		return -1
+	}
+	ex := &executor{s: s, ev: evaluator{env: &Env{Params: params, Source: q.src}}}
+	limit, offset, err := ex.bounds()
+	if err != nil || limit < 0 {
+		return -1
+	}
+	return offset + limit
+}
+
 // Filters reports whether the query has a WHERE clause: without one, every
 // document of its source qualifies (ExecOptions.WhereHolds holds).
 func (q *Query) Filters() bool { return q.stmt.Where != nil }

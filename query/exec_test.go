@@ -301,3 +301,26 @@ func TestReadsOnlyRaw(t *testing.T) {
 		}
 	}
 }
+
+// TestRowBound: TOP, or OFFSET plus LIMIT, from literals and parameters;
+// -1 without them and for bounds that are not counts.
+func TestRowBound(t *testing.T) {
+	params := map[string]jsonv.Value{"n": jsonv.Number("4"), "bad": "x"}
+	for _, c := range []struct {
+		src  string
+		want int
+	}{
+		{"SELECT * FROM c", -1},
+		{"SELECT TOP 3 * FROM c", 3},
+		{"SELECT TOP @n c.id FROM c WHERE c.x = 1", 4},
+		{"SELECT * FROM c OFFSET 2 LIMIT 5", 7},
+		{"SELECT * FROM c ORDER BY c.x OFFSET @n LIMIT @n", 8},
+		{"SELECT TOP 0 * FROM c", 0},
+		{"SELECT TOP @bad * FROM c", -1},
+		{"SELECT TOP @missing * FROM c", -1},
+	} {
+		if got := mustParse(t, c.src).RowBound(params); got != c.want {
+			t.Errorf("%s: RowBound = %d, want %d", c.src, got, c.want)
+		}
+	}
+}
