@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestMallocArenaLimit checks that the C constructor limited glibc to two
-// malloc arenas before the process started, unless the environment tunes
-// malloc itself.
+// TestMallocArenaLimit checks that the C constructor, which runs when the
+// process is loaded, limited glibc to two malloc arenas, unless the
+// environment tunes malloc itself.
 func TestMallocArenaLimit(t *testing.T) {
 	if os.Getenv("MALLOC_ARENA_MAX") != "" || os.Getenv("GLIBC_TUNABLES") != "" {
 		t.Skip("malloc is tuned by the environment: the limit is left to it")
