@@ -169,9 +169,8 @@ func (t *tableFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteC
 
 // Stat describes name, with an sstable's size as tableFS holds it.
 func (t *tableFS) Stat(name string) (vfs.FileInfo, error) {
-	fi, err := t.FS.Stat(name)
-	if err != nil || !isTable(name) {
-		return fi, err
+	if !isTable(name) {
+		return t.FS.Stat(name)
 	}
 	t.mu.Lock()
 	tb := t.tables[name]
@@ -179,7 +178,7 @@ func (t *tableFS) Stat(name string) (vfs.FileInfo, error) {
 	if tb == nil {
 		return nil, &fs.PathError{Op: "stat", Path: name, Err: os.ErrNotExist}
 	}
-	return tableInfo{FileInfo: fi, size: tb.size()}, nil
+	return fileInfo{name: name, size: tb.size()}, nil
 }
 
 // Unwrap returns nil: the wrapped file system holds no sstable contents, so
@@ -197,14 +196,6 @@ func (t *tableFS) release() {
 		tb.free()
 	}
 }
-
-// tableInfo is an sstable's FileInfo: the wrapped file's, with tableFS's size.
-type tableInfo struct {
-	vfs.FileInfo
-	size int64
-}
-
-func (i tableInfo) Size() int64 { return i.size }
 
 // tableChunk is how much memory a table takes from the operating system at a
 // time. Pages of a chunk that nothing was written to are never touched, so
@@ -361,8 +352,8 @@ func (f *tableFile) Prefetch(offset, length int64) error {
 }
 func (f *tableFile) Fd() uintptr { return vfs.InvalidFd }
 
-// fileInfo describes an open table's file for tableFile.Stat: its name may
-// be gone from the file system while the file is open.
+// fileInfo describes an sstable, by its name (tableFS.Stat) or open
+// (tableFile.Stat, whose name may be gone from the file system meanwhile).
 type fileInfo struct {
 	name string
 	size int64

@@ -47,8 +47,8 @@ func TestTableFS(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if fi, err := fs.Stat("db/000001.sst"); err != nil || fi.Size() != int64(len(want)) {
-		t.Fatalf("stat: %v, %v; want size %d", fi, err, len(want))
+	if fi, err := fs.Stat("db/000001.sst"); err != nil || fi.Size() != int64(len(want)) || fi.Name() != "000001.sst" || fi.IsDir() {
+		t.Fatalf("stat: %v, %v; want the file 000001.sst of size %d", fi, err, len(want))
 	}
 	if names, err := fs.List("db"); err != nil || !slices.Contains(names, "000001.sst") {
 		t.Fatalf("list: %v, %v", names, err)
