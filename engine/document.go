@@ -220,7 +220,8 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 	if v, ok := o.Get("ttl"); ok {
 		rawTTL = jsonv.Marshal(v)
 	}
-	rec := &docRecord{ts: s.now, seq: seq, own: ttl.Classify(rawTTL), lsn: lsn, feed: e.feedKey(s, lsn), json: jsonv.Marshal(o)}
+	rec := &docRecord{ts: s.now, seq: seq, own: ttl.Classify(rawTTL), lsn: lsn, feed: e.feedKey(s, lsn)}
+	encoded := rec.encodeWithJSON(o)
 	if len(rec.json) > maxDocBytes {
 		return nil, lethe.Errorf(lethe.CodeEntityTooLarge, "Request size is too large: the document is %d bytes; the limit is %d.", len(rec.json), maxDocBytes)
 	}
@@ -252,7 +253,7 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 	if err := s.claimUniqueKeys(tx, manifest, p.suffix); err != nil {
 		return nil, err
 	}
-	if err := tx.Put(docKey(s.rid, p.suffix), rec.encode()); err != nil {
+	if err := tx.Put(docKey(s.rid, p.suffix), encoded); err != nil {
 		return nil, err
 	}
 	fixed := fixedKeys(s.l, rec)

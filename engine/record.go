@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/lethe-db/lethe/changefeed"
@@ -40,7 +41,20 @@ func (r *docRecord) hasFeed() bool { return r.feed.Writer != changefeed.ExpiryWr
 var errCorruptRecord = errors.New("engine: corrupt document record")
 
 func (r *docRecord) encode() []byte {
-	b := make([]byte, 0, docHeaderLenV2+len(r.json))
+	return append(r.appendHeader(make([]byte, 0, r.headerLen()+len(r.json))), r.json...)
+}
+
+// headerLen is the length of the record's encoded header.
+func (r *docRecord) headerLen() int {
+	if r.hasFeed() {
+		return docHeaderLenV2
+	}
+	return docHeaderLen
+}
+
+// appendHeader appends the record's header: its format, then the fields
+// that reads decide liveness and preconditions by.
+func (r *docRecord) appendHeader(b []byte) []byte {
 	version := byte(1)
 	if r.hasFeed() {
 		version = 2
@@ -54,8 +68,31 @@ func (r *docRecord) encode() []byte {
 	if r.hasFeed() {
 		b = r.feed.Append(b)
 	}
-	return append(b, r.json...)
+	return b
 }
+
+// encodeWithJSON sets the record's JSON to o's and returns the encoded
+// record, in one allocation of the exact size that rec.json then shares: a
+// write would otherwise grow the JSON's buffer a few times over as it
+// encodes, then copy it again behind the header. The JSON is encoded into a
+// pooled scratch buffer first, to learn its length.
+func (r *docRecord) encodeWithJSON(o jsonv.Value) []byte {
+	scratch := jsonScratch.Get().(*[]byte)
+	js := jsonv.Append((*scratch)[:0], o)
+	b := append(r.appendHeader(make([]byte, 0, r.headerLen()+len(js))), js...)
+	r.json = b[r.headerLen():]
+	if cap(js) <= maxScratchJSON { // a rare huge document's buffer is not kept
+		*scratch = js
+		jsonScratch.Put(scratch)
+	}
+	return b
+}
+
+// jsonScratch holds the buffers encodeWithJSON encodes into; maxScratchJSON
+// is the largest one it keeps (most documents are a few KB).
+var jsonScratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxScratchJSON = 64 << 10
 
 // decodeDoc decodes a record; json aliases v.
 func decodeDoc(v []byte) (docRecord, error) {
