@@ -57,6 +57,17 @@ func (t *Tracker) Begin() (end func()) {
 // InFlight reports how many user operations are in progress.
 func (t *Tracker) InFlight() int64 { return t.inflight.Load() }
 
+// LastEnded returns when the last user operation ended; the zero time if
+// none has. Work that waits for users to go quiet (returning memory to the
+// operating system) tells one quiet period from the next by it.
+func (t *Tracker) LastEnded() time.Time {
+	last := t.lastEnd.Load()
+	if last == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, last)
+}
+
 // Active reports whether a user operation is in progress or ended within the
 // quiet window.
 func (t *Tracker) Active() bool {

@@ -69,3 +69,19 @@ func TestZeroTracker(t *testing.T) {
 		t.Fatal("zero tracker: still active after the default window")
 	}
 }
+
+// TestLastEnded: zero before any operation, then when the last one ended,
+// not when it began.
+func TestLastEnded(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	tr := New(0, func() time.Time { return now })
+	if got := tr.LastEnded(); !got.IsZero() {
+		t.Fatalf("LastEnded before any operation = %v, want zero", got)
+	}
+	end := tr.Begin()
+	now = now.Add(3 * time.Second)
+	end()
+	if got := tr.LastEnded(); !got.Equal(now) {
+		t.Fatalf("LastEnded = %v, want %v", got, now)
+	}
+}

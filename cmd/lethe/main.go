@@ -452,6 +452,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	users := &activity.Tracker{}
 	procs := cpuprio.StartProcs(pebblekv.BackgroundJobs)
 	defer procs.Close()
+	defer startIdleRelease(users)()
 	store, embedded, err := openBackend(ctx, c, log, users, procs)
 	if err != nil {
 		return err

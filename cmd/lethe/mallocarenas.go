@@ -32,6 +32,12 @@ __attribute__((constructor)) static void lethe_limit_malloc_arenas(void) {
 #endif
 }
 
+static void lethe_malloc_trim(void) {
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
+
 static int lethe_malloc_arena_limit(void) { return lethe_malloc_arenas; }
 
 static int lethe_malloc_limits_arenas(void) {
@@ -43,6 +49,10 @@ static int lethe_malloc_limits_arenas(void) {
 }
 */
 import "C"
+
+// releaseCMemory returns the free memory in malloc's arenas to the
+// operating system (glibc's malloc_trim), where the C library can.
+func releaseCMemory() { C.lethe_malloc_trim() }
 
 // mallocArenaLimit returns the arena limit the constructor set, 0 for none,
 // and whether the C library can limit arenas at all.
