@@ -80,7 +80,9 @@ func (d *docReader) parsed(src candidates) (*jsonv.Object, uint64, bool, error) 
 // unparsed stands for a document the executor will not look into (rawOnly).
 var unparsed = jsonv.NewObject(0)
 
-// Raw returns the stored JSON of the document taken last.
+// Raw returns the stored JSON of the document taken last: part of the value
+// its lookup returned, which the reader owns and nothing modifies, so a
+// page's rows may keep it (query.Source).
 func (d *docReader) Raw() []byte { return d.raw }
 
 // work is what the source read to produce the documents taken, for the

@@ -557,6 +557,8 @@ func (s *sliceSource) Next() (*jsonv.Object, uint64, bool, error) {
 	return o, uint64(s.i), true, nil
 }
 
+// Raw returns the resource body taken last: one of the items the source
+// was given, which nothing modifies (query.Source).
 func (s *sliceSource) Raw() []byte { return s.raw }
 
 // QueryResources runs a query over a list of resource bodies (the databases

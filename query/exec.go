@@ -39,7 +39,8 @@ type Query struct {
 // If a Source also implements interface{ Raw() []byte }, Raw returns the JSON
 // text of the document Next returned last (nil if it has none at hand);
 // SELECT * over whole documents returns that text instead of re-encoding
-// the document.
+// the document. The text is handed out in the page's rows as it is, without
+// a copy: it must never be modified once returned.
 type Source interface {
 	// Next returns the next document and its sequence number, or ok == false
 	// at the end. The document must not be modified, and must stay unmodified

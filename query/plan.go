@@ -55,9 +55,7 @@ func (ex *executor) runStream(in input, o runOpts) ([]outRow, bool, error) {
 		}
 		r := outRow{val: v, seq: ex.seq, ord: ex.rowOrd}
 		if ex.raw != nil {
-			if raw := ex.raw(); raw != nil {
-				r.raw = append([]byte(nil), raw...)
-			}
+			r.raw = ex.raw() // nil when the source has none at hand
 		}
 		rows = append(rows, r)
 		return len(rows) < o.want, nil
