@@ -185,25 +185,51 @@ func indexEntries(keys [][]byte, l *layout, seq uint64, o *jsonv.Object) [][]byt
 	if l.index == nil || l.index.none {
 		return keys
 	}
-	if keys == nil {
-		keys = make([][]byte, 0, 16)
-	}
-	w := indexWalker{l: l, seq: seq, keys: keys, path: make([]string, 0, 8), buf: make([]byte, 0, 1024)}
+	w := indexWalkers.Get().(*indexWalker)
+	w.l, w.seq = l, seq
 	w.walk(o)
-	return w.keys
+	buf := bytes.Clone(w.buf) // the entries' one allocation, of the exact size
+	if keys == nil {
+		keys = make([][]byte, 0, len(w.ends)+2) // room for manifestFor's feed and unique keys
+	}
+	start := 0
+	for _, end := range w.ends {
+		keys = append(keys, buf[start:end:end])
+		start = end
+	}
+	w.reset()
+	indexWalkers.Put(w)
+	return keys
 }
 
 // indexWalker collects a document's index entries. Every entry is built in
-// buf and handed out as a slice of it, capped at its end: a document's dozen
-// entries take one or two allocations instead of several each. When buf
-// grows, the entries already handed out keep the old array, which nothing
-// writes to again.
+// buf, one after another, and ends records where each ends: indexEntries
+// then copies them out in one allocation of the exact size. Walkers and
+// their buffers are pooled.
 type indexWalker struct {
 	l    *layout
 	seq  uint64
-	keys [][]byte
+	ends []int
 	path []string
 	buf  []byte
+}
+
+// indexWalkers holds idle walkers; maxPooledIndexBuf is the largest buffer a
+// walker keeps (a document's entries take a few hundred bytes).
+var indexWalkers = sync.Pool{New: func() any {
+	return &indexWalker{ends: make([]int, 0, 16), path: make([]string, 0, 8), buf: make([]byte, 0, 1024)}
+}}
+
+const maxPooledIndexBuf = 64 << 10
+
+// reset readies the walker for the pool.
+func (w *indexWalker) reset() {
+	w.l = nil
+	w.ends, w.path, w.buf = w.ends[:0], w.path[:0], w.buf[:0]
+	if cap(w.buf) > maxPooledIndexBuf {
+		w.buf = make([]byte, 0, 1024)
+	}
+	clear(w.path[:cap(w.path)]) // drop references to the document's keys
 }
 
 func (w *indexWalker) walk(v jsonv.Value) {
@@ -238,9 +264,8 @@ func (w *indexWalker) add(v jsonv.Value) {
 	if !w.l.index.indexed(w.path) {
 		return
 	}
-	start := len(w.buf)
 	w.buf = appendIndexKey(w.buf, w.l.rid, w.path, v, w.seq)
-	w.keys = append(w.keys, w.buf[start:len(w.buf):len(w.buf)])
+	w.ends = append(w.ends, len(w.buf))
 }
 
 // indexPrefix returns I <collRid> <path>: every entry of one path.

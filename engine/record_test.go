@@ -44,3 +44,45 @@ func TestEncodeWithJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexEntriesFromPooledWalkers: walkers come from a pool, so a
+// document's entries must not depend on what the walker indexed before:
+// the same document gives the same entries after a larger one and after a
+// pathological one, each entry ends in the sequence number, and each is its
+// own capped slice, so appending to one cannot overwrite the next.
+func TestIndexEntriesFromPooledWalkers(t *testing.T) {
+	l := &layout{rid: [8]byte{1, 2, 3, 4, 5, 6, 7, 8}, index: policyFromPaths("consistent", []string{"/*"}, nil)}
+	parse := func(s string) *jsonv.Object {
+		o, err := jsonv.ParseObject([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	small := parse(`{"id":"a","pk":"p","n":1,"tags":["x","y"]}`)
+	large := parse(`{"id":"b","deep":{"a":{"b":{"c":[1,2,3,{"d":"` + strings.Repeat("z", 200) + `"}]}}},"many":[` + strings.Repeat(`"v",`, 300) + `"v"]}`)
+	huge := parse(`{"id":"c","list":[` + strings.Repeat(`"`+strings.Repeat("w", 120)+`",`, 700) + `"w"]}`)
+	first := indexEntries(nil, l, 7, small)
+	if len(first) == 0 {
+		t.Fatal("no entries")
+	}
+	for _, other := range []*jsonv.Object{large, huge} {
+		if n := len(indexEntries(nil, l, 9, other)); n <= len(first) {
+			t.Fatalf("%d entries for a larger document, %d for the small one", n, len(first))
+		}
+		again := indexEntries(nil, l, 7, small)
+		if len(again) != len(first) {
+			t.Fatalf("%d entries, then %d", len(first), len(again))
+		}
+		for i := range first {
+			if !bytes.Equal(first[i], again[i]) {
+				t.Fatalf("entry %d: %q, then %q", i, first[i], again[i])
+			}
+		}
+	}
+	for i, k := range first {
+		if decodeSeq(k) != 7 || cap(k) != len(k) {
+			t.Fatalf("entry %d %q: seq %d, len %d, cap %d", i, k, decodeSeq(k), len(k), cap(k))
+		}
+	}
+}
