@@ -23,28 +23,31 @@ const (
 	idleCheckEvery   = time.Second
 )
 
+// userActivity is what the releaser reads of the users' activity
+// (activity.Tracker).
+type userActivity interface {
+	InFlight() int64
+	LastEnded() time.Time
+}
+
 // idleReleaser decides when to return memory: after users have been quiet
 // for idleReleaseAfter since an operation it has not yet released after.
 type idleReleaser struct {
-	users interface {
-		InFlight() int64
-		LastEnded() time.Time
-	}
+	users   userActivity
 	now     func() time.Time
 	release func()
 	after   time.Time // LastEnded at the last release
 }
 
 // check releases memory if users have been quiet long enough since activity
-// not yet followed by a release, and reports whether it did.
-func (r *idleReleaser) check() bool {
+// not yet followed by a release.
+func (r *idleReleaser) check() {
 	last := r.users.LastEnded()
 	if last.IsZero() || !last.After(r.after) || r.users.InFlight() > 0 || r.now().Sub(last) < idleReleaseAfter {
-		return false
+		return
 	}
 	r.after = last
 	r.release()
-	return true
 }
 
 // releaseMemory is what an idle server does: a collection that returns
@@ -56,10 +59,7 @@ func releaseMemory() {
 
 // startIdleRelease starts the goroutine that checks, every idleCheckEvery,
 // whether to release memory; the returned func stops it and waits for it.
-func startIdleRelease(users interface {
-	InFlight() int64
-	LastEnded() time.Time
-}) (stop func()) {
+func startIdleRelease(users userActivity) (stop func()) {
 	r := &idleReleaser{users: users, now: time.Now, release: releaseMemory}
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
