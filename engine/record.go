@@ -165,7 +165,7 @@ func fixedKeys(l *layout, r *docRecord) [][]byte {
 // version can be removed without parsing its JSON.
 func manifestFor(l *layout, rec *docRecord, o *jsonv.Object) ([][]byte, error) {
 	seq := rec.seq
-	keys := indexEntries(nil, l, seq, o)
+	keys := indexEntries(l, seq, o)
 	if rec.hasFeed() {
 		keys = append(keys, feedKey(l.rid, rec.feed))
 	}
@@ -178,20 +178,19 @@ func manifestFor(l *layout, rec *docRecord, o *jsonv.Object) ([][]byte, error) {
 	return slices.CompactFunc(keys, bytes.Equal), nil
 }
 
-// indexEntries appends the secondary index entries of a document:
+// indexEntries returns the secondary index entries of a document:
 // I <collRid> <path> <value> <seq> for each scalar value at an indexed path.
-// Array elements are addressed by the "[]" segment, as in Cosmos DB.
-func indexEntries(keys [][]byte, l *layout, seq uint64, o *jsonv.Object) [][]byte {
+// Array elements are addressed by the "[]" segment, as in Cosmos DB. The
+// slice has room for the two keys manifestFor adds most often.
+func indexEntries(l *layout, seq uint64, o *jsonv.Object) [][]byte {
 	if l.index == nil || l.index.none {
-		return keys
+		return nil
 	}
 	w := indexWalkers.Get().(*indexWalker)
 	w.l, w.seq = l, seq
 	w.walk(o)
-	buf := bytes.Clone(w.buf) // the entries' one allocation, of the exact size
-	if keys == nil {
-		keys = make([][]byte, 0, len(w.ends)+2) // room for manifestFor's feed and unique keys
-	}
+	buf := bytes.Clone(w.buf)                // the entries' one allocation, of the exact size
+	keys := make([][]byte, 0, len(w.ends)+2) // room for a feed key and a unique key
 	start := 0
 	for _, end := range w.ends {
 		keys = append(keys, buf[start:end:end])

@@ -62,15 +62,15 @@ func TestIndexEntriesFromPooledWalkers(t *testing.T) {
 	small := parse(`{"id":"a","pk":"p","n":1,"tags":["x","y"]}`)
 	large := parse(`{"id":"b","deep":{"a":{"b":{"c":[1,2,3,{"d":"` + strings.Repeat("z", 200) + `"}]}}},"many":[` + strings.Repeat(`"v",`, 300) + `"v"]}`)
 	huge := parse(`{"id":"c","list":[` + strings.Repeat(`"`+strings.Repeat("w", 120)+`",`, 700) + `"w"]}`)
-	first := indexEntries(nil, l, 7, small)
+	first := indexEntries(l, 7, small)
 	if len(first) == 0 {
 		t.Fatal("no entries")
 	}
 	for _, other := range []*jsonv.Object{large, huge} {
-		if n := len(indexEntries(nil, l, 9, other)); n <= len(first) {
+		if n := len(indexEntries(l, 9, other)); n <= len(first) {
 			t.Fatalf("%d entries for a larger document, %d for the small one", n, len(first))
 		}
-		again := indexEntries(nil, l, 7, small)
+		again := indexEntries(l, 7, small)
 		if len(again) != len(first) {
 			t.Fatalf("%d entries, then %d", len(first), len(again))
 		}
