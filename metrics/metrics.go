@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -78,6 +79,12 @@ const maxScrapesInFlight = 4
 
 // New returns a fresh set of metrics on its own registry, with the Go runtime
 // and process collectors registered.
+//
+// The Go collector adds the runtime's estimate of where the process's CPU
+// went (go_cpu_classes_*_cpu_seconds_total: user code, the garbage
+// collector's marking and pauses, the scavenger, idle): the collector's
+// share is what a heap setting trades against memory, and an operator
+// tuning GOGC needs it.
 func New(opts Options) *Metrics {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -87,7 +94,7 @@ func New(opts Options) *Metrics {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		collectors.NewGoCollector(),
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(cpuClasses)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	m := &Metrics{reg: reg, req: newRequestMetrics(reg)}
@@ -162,3 +169,7 @@ func sourcedSeries(opts Options) []funcSeries {
 		{"lethe_ttl_purge_busy_seconds_total", "Time the TTL purge has spent deleting expired documents; divided by lethe_ttl_purged_documents_total, what a deletion costs.", true, seconds(opts.PurgeBusy)},
 	}
 }
+
+// cpuClasses selects the runtime's CPU accounting (runtime/metrics
+// /cpu/classes/...) for the Go collector.
+var cpuClasses = collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/`)}

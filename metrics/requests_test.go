@@ -125,6 +125,11 @@ func TestRegistriesAreSeparate(t *testing.T) {
 	if fb["go_goroutines"] == nil || fb["process_cpu_seconds_total"] == nil && fb["process_start_time_seconds"] == nil {
 		t.Errorf("runtime and process collectors missing: %v", fb)
 	}
+	for _, name := range []string{"go_cpu_classes_gc_total_cpu_seconds_total", "go_cpu_classes_total_cpu_seconds_total"} {
+		if c := fb[name]; len(c.GetMetric()) != 1 || c.GetMetric()[0].GetCounter() == nil {
+			t.Errorf("%s: %v, want one counter: the runtime's CPU accounting", name, c)
+		}
+	}
 }
 
 func BenchmarkObserveRequest(b *testing.B) {

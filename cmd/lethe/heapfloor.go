@@ -3,7 +3,7 @@ package main
 import "os"
 
 // heapFloorBytes is how large the garbage collector's view of the heap is
-// kept at least: 16 MiB.
+// kept at least: 8 MiB.
 //
 // Go collects when the heap has grown by GOGC percent (100) since the last
 // collection marked it live. A durable server's live heap is only a few MB
@@ -15,9 +15,14 @@ import "os"
 // a trial): 266 against 167 us of server CPU per query of a partition's first
 // page, 54 against 43 per point read, for 15 MB more resident memory. With
 // this floor instead, two runs of each: 250 and 262 us against 193 and 188
-// per query, 68 and 57 against 51 and 46 per read, RSS 93 against 111 MB
-// (8 MiB saved less, 32 MiB no more, for 35 MB).
-const heapFloorBytes = 16 << 20
+// per query, 68 and 57 against 51 and 46 per read, RSS 93 against 111 MB.
+// Those runs spread by more than the floor's size changed them, so the
+// floor's size was then chosen from the collector's own CPU accounting
+// (runtime/metrics /cpu/classes/gc, mark workers on idle Ps left out) over
+// the issue-21 workloads on a durable server, two runs each: 0.7% of the
+// server's CPU with 16 MiB (about 350 collections), 1.2% with 8 MiB (about
+// 600), for 8-9 MB less resident memory under load.
+const heapFloorBytes = 8 << 20
 
 // heapFloor holds the floor's allocation, reachable for the life of the
 // process so that the collector counts it as live.

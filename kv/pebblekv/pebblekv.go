@@ -137,18 +137,19 @@ const DefaultCacheSize = 8 << 20
 const DefaultInMemoryCacheSize = 64 << 20
 
 // DefaultMemTableSize is the size of each memtable of a store on disk:
-// 16 MiB. Pebble keeps two (one taking writes, the other being flushed or
-// kept for reuse), and both stay resident: a third of a durable server's
-// memory. Pebble's 4 MiB default flushes so often under a purge
-// (about nine tombstones per expired document with default indexing) that
-// writes stall behind flushes and compactions; what the purge needs is
-// enough bytes in each compaction out of level 0, which
-// defaultL0CompactionBytes sets. Measured purging 1,000,000 indexed
-// documents: 32 MiB memtables 95k-138k documents/s in four runs; 16 MiB with
-// compactions out of level 0 of eight tables 95k-122k in four, of four
-// tables 81k in one. Durable server RSS after the issue-21 workloads: 119-127
-// MB with 32 MiB, 89-95 MB with 16 MiB.
-const DefaultMemTableSize = 16 << 20
+// 8 MiB. Pebble keeps two while it keeps up (one taking writes, the other
+// kept for reuse), and both stay resident: with 16 MiB they were a third of
+// a durable server's memory. Memtables that small flush often, which the
+// purge pays for unless two things hold: each compaction out of level 0
+// still takes in defaultL0CompactionBytes (so it waits for more tables),
+// and writes may queue maxQueuedMemTableBytes of memtables behind a flush
+// before they stop (memTableStopWrites), as two 16 MiB ones did. Measured
+// purging 1,000,000 indexed documents, alternating: 8 MiB with both 91k,
+// 105k, 117k and 119k documents/s; 16 MiB 99k-123k in six runs; 8 MiB with
+// writes stopping at Pebble's default of two memtables 77k and 81k. Durable
+// server RSS under the issue-21 workloads: 81-86 MB against 95-101 MB with
+// 16 MiB (119-127 with 32 MiB).
+const DefaultMemTableSize = 8 << 20
 
 // InMemoryMemTableSize is the size of each memtable of an InMemory store:
 // 32 MiB. There the data is in memory anyway, and smaller memtables made
@@ -166,10 +167,26 @@ const defaultL0CompactionBytes = 128 << 20
 
 // l0CompactionThreshold returns how many level-0 tables start a compaction
 // with memtables of memTable bytes: defaultL0CompactionBytes' worth, from
-// Pebble's default of four to eight (more would make every read look
-// through more tables).
+// Pebble's default of four to sixteen (more would make every read look
+// through more tables; each table's bloom filter keeps most of them from
+// costing more than a filter probe).
 func l0CompactionThreshold(memTable int64) int {
-	return int(min(max(defaultL0CompactionBytes/memTable, 4), 8))
+	return int(min(max(defaultL0CompactionBytes/memTable, 4), 16))
+}
+
+// maxQueuedMemTableBytes is about how much memtable writes may fill while
+// flushes are behind before Pebble stops them: two 16 MiB memtables, the
+// depth the purge was tuned with. Only a backlog holds them; while flushes
+// keep up, one memtable takes writes and one waits for reuse.
+const maxQueuedMemTableBytes = 32 << 20
+
+// memTableStopWrites returns how many memtables (the one taking writes and
+// those waiting to be flushed) stop writes, with memtables of memTable
+// bytes: maxQueuedMemTableBytes' worth, from Pebble's default of two to
+// four. A small filesystem's memtables (memTableFor) are sized so that four
+// of them and their logs take no more of it than two did.
+func memTableStopWrites(memTable int64) int {
+	return int(min(max(maxQueuedMemTableBytes/memTable, 2), 4))
 }
 
 // l0StopWritesFactor is how many times l0CompactionThreshold level 0 may
@@ -345,10 +362,11 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 }
 
 // memTableFor sizes the memtables for a filesystem of totalBytes: each
-// memtable's write-ahead log takes about its size on disk, so a small
-// filesystem gets smaller ones (a sixteenth of it, at least 1 MiB).
+// memtable's write-ahead log takes about its size on disk, and up to
+// memTableStopWrites of them may wait to be flushed, so a small filesystem
+// gets smaller ones (a thirty-second of it, at least 1 MiB).
 func memTableFor(totalBytes int64) int64 {
-	return min(DefaultMemTableSize, max(totalBytes/16, 1<<20))
+	return min(DefaultMemTableSize, max(totalBytes/32, 1<<20))
 }
 
 // pebbleOptions returns a fresh set of Pebble options (Pebble keeps and
@@ -366,6 +384,7 @@ func (s *Store) pebbleOptions(opts Options, fs vfs.FS, memTable int64, readOnly 
 	po.MemTableSize = uint64(memTable)
 	po.L0CompactionThreshold = l0CompactionThreshold(memTable)
 	po.L0StopWritesThreshold = l0StopWritesFactor * po.L0CompactionThreshold
+	po.MemTableStopWritesThreshold = memTableStopWrites(memTable)
 	blocks := int64(DefaultCacheSize)
 	switch {
 	case opts.CacheSize > 0:

@@ -628,23 +628,38 @@ func putKeys(t *testing.T, s *Store, n int, key func(j int) int, value []byte) {
 	}
 }
 
-// TestMemTableSizing checks the memtables and level-0 thresholds each kind
-// of store opens with: a store on disk takes smaller memtables and, to keep
-// the bytes a compaction out of level 0 takes in, waits for more of them.
+// TestMemTableSizing checks the memtables and thresholds each kind of store
+// opens with: a store on disk takes smaller memtables and, to keep the bytes
+// a compaction out of level 0 takes in and the bytes writes may queue
+// behind a flush, waits for more of them.
 func TestMemTableSizing(t *testing.T) {
-	for _, tc := range []struct{ memTable, threshold int64 }{
-		{1 << 20, 8}, {8 << 20, 8}, {16 << 20, 8}, {24 << 20, 5}, {32 << 20, 4}, {64 << 20, 4},
+	for _, tc := range []struct{ memTable, threshold, stop int64 }{
+		{1 << 20, 16, 4}, {4 << 20, 16, 4}, {8 << 20, 16, 4}, {12 << 20, 10, 2}, {16 << 20, 8, 2},
+		{24 << 20, 5, 2}, {32 << 20, 4, 2}, {64 << 20, 4, 2},
 	} {
 		if got := l0CompactionThreshold(tc.memTable); int64(got) != tc.threshold {
 			t.Errorf("l0CompactionThreshold(%d MiB) = %d, want %d", tc.memTable>>20, got, tc.threshold)
+		}
+		if got := memTableStopWrites(tc.memTable); int64(got) != tc.stop {
+			t.Errorf("memTableStopWrites(%d MiB) = %d, want %d", tc.memTable>>20, got, tc.stop)
+		}
+	}
+	for _, tc := range []struct{ total, memTable int64 }{
+		{16 << 20, 1 << 20}, {64 << 20, 2 << 20}, {128 << 20, 4 << 20}, {256 << 20, 8 << 20}, {1 << 40, DefaultMemTableSize},
+	} {
+		if got := memTableFor(tc.total); got != tc.memTable {
+			t.Errorf("memTableFor(%d MiB) = %d MiB, want %d MiB", tc.total>>20, got>>20, tc.memTable>>20)
 		}
 	}
 	check := func(name string, s *Store, memTable uint64, threshold int) {
 		t.Helper()
 		po := s.options(false)
-		if po.MemTableSize != memTable || po.L0CompactionThreshold != threshold || po.L0StopWritesThreshold != l0StopWritesFactor*threshold {
-			t.Errorf("%s: memtable %d, level-0 thresholds %d and %d; want %d, %d and %d", name,
-				po.MemTableSize, po.L0CompactionThreshold, po.L0StopWritesThreshold, memTable, threshold, l0StopWritesFactor*threshold)
+		stop := memTableStopWrites(int64(memTable))
+		if po.MemTableSize != memTable || po.L0CompactionThreshold != threshold || po.L0StopWritesThreshold != l0StopWritesFactor*threshold ||
+			po.MemTableStopWritesThreshold != stop {
+			t.Errorf("%s: memtable %d, level-0 thresholds %d and %d, memtables stopping writes %d; want %d, %d, %d and %d", name,
+				po.MemTableSize, po.L0CompactionThreshold, po.L0StopWritesThreshold, po.MemTableStopWritesThreshold,
+				memTable, threshold, l0StopWritesFactor*threshold, stop)
 		}
 	}
 	check("in memory", openMem(t), InMemoryMemTableSize, 4)
