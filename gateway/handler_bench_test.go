@@ -94,14 +94,29 @@ func BenchmarkHandlerCreate(b *testing.B) {
 	}
 }
 
+// BenchmarkHandlerQueryPK is lethe bench's query-pk workload in process: the
+// first page of 10 of a query whose WHERE names the partition key.
 func BenchmarkHandlerQueryPK(b *testing.B) {
+	benchQueryPage(b, `{"query":"SELECT * FROM c WHERE c.pk = @pk","parameters":[{"name":"@pk","value":"p7"}]}`)
+}
+
+// BenchmarkHandlerListPK is lethe bench's query-list workload in process:
+// the first page of 10 of SELECT * FROM c, the partition key only in the
+// request's header, as applications list a user's items.
+func BenchmarkHandlerListPK(b *testing.B) {
+	benchQueryPage(b, `{"query":"SELECT * FROM c"}`)
+}
+
+// benchQueryPage runs query in partition "p7" of 500, ten documents each,
+// and checks that every page holds all ten.
+func benchQueryPage(b *testing.B, query string) {
 	srv, key := benchServer(b)
 	for i := range 5000 {
 		pk := fmt.Sprintf("p%d", i%500)
 		req := signedRequest("POST", "/dbs/db/colls/c/docs", key, benchDoc(fmt.Sprint(i), pk), map[string]string{"x-ms-documentdb-partitionkey": `["` + pk + `"]`})
 		srv.ServeHTTP(httptest.NewRecorder(), req)
 	}
-	body := []byte(`{"query":"SELECT * FROM c WHERE c.pk = @pk","parameters":[{"name":"@pk","value":"p7"}]}`)
+	body := []byte(query)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -110,6 +125,9 @@ func BenchmarkHandlerQueryPK(b *testing.B) {
 		srv.ServeHTTP(w, req)
 		if w.Code != 200 {
 			b.Fatalf("query: %d %s", w.Code, w.Body)
+		}
+		if n := w.Header().Get("x-ms-item-count"); n != "10" {
+			b.Fatalf("query: %s items in the page, want 10", n)
 		}
 	}
 }
