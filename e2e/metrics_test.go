@@ -202,10 +202,13 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("no %s: runtime and process collectors missing", name)
 		}
 	}
-	for _, name := range []string{"lethe_store_compaction_rest_seconds_total", "lethe_store_background_priority_files_total"} {
+	for _, name := range []string{"lethe_store_compaction_rest_seconds_total", "lethe_store_background_priority_files_total", "lethe_store_write_stall_seconds_total"} {
 		if c := f[name]; len(c.GetMetric()) != 1 || c.GetMetric()[0].GetCounter() == nil {
 			t.Errorf("%s: %v, want one counter", name, c)
 		}
+	}
+	if c := f["lethe_store_write_stalls_total"]; len(c.GetMetric()) != 2 {
+		t.Errorf("lethe_store_write_stalls_total: %v, want a counter for each reason", c)
 	}
 }
 

@@ -78,7 +78,8 @@ func TestPurgeAndDiskSeries(t *testing.T) {
 func TestStorageSeries(t *testing.T) {
 	st := Storage{Guarded: true, DiskFreeBytes: 100, DiskSizeBytes: 1000, ReserveBytes: 64, BallastBytes: 32,
 		DiskLow: true, QuotaBytes: 500, UsedBytes: 500, RefusedDiskLow: 3, RefusedDiskFull: 2, RefusedQuota: 1,
-		NoSpaceErrors: 4, WaitingWrites: 1, SlowOperations: 5, ReadErrors: 6, BackgroundErrors: 7}
+		NoSpaceErrors: 4, WaitingWrites: 1, SlowOperations: 5, ReadErrors: 6, BackgroundErrors: 7,
+		StallsMemTables: 8, StallsLevel0: 9, StallSeconds: 1.5}
 	m := New(Options{Storage: func() Storage { return st }})
 	body := scrapeText(m)
 	for _, want := range []string{
@@ -88,6 +89,8 @@ func TestStorageSeries(t *testing.T) {
 		`lethe_writes_refused_total{reason="disk_low"} 3` + "\n", `lethe_writes_refused_total{reason="disk_full"} 2` + "\n", `lethe_writes_refused_total{reason="quota"} 1` + "\n",
 		"lethe_disk_no_space_errors_total 4\n", "lethe_disk_waiting_writes 1\n", "lethe_disk_slow_operations_total 5\n",
 		"lethe_store_read_errors_total 6\n", "lethe_store_background_errors_total 7\n",
+		`lethe_store_write_stalls_total{reason="memtables"} 8` + "\n", `lethe_store_write_stalls_total{reason="level0"} 9` + "\n",
+		"lethe_store_write_stall_seconds_total 1.5\n",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("scrape lacks %q:\n%s", want, body)

@@ -42,7 +42,7 @@ func newMetrics(c *config, eng *engine.Engine, store *pebblekv.Store, pg *pgkv.S
 // storageFigures gathers the disk's and the storage limits' figures for a
 // scrape.
 func storageFigures(eng *engine.Engine, store *pebblekv.Store) metrics.Storage {
-	d := store.Disk()
+	d, stalls := store.Disk(), store.Stalls()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	e := eng.StorageStatus(ctx)
@@ -54,6 +54,7 @@ func storageFigures(eng *engine.Engine, store *pebblekv.Store) metrics.Storage {
 		RefusedDiskLow: e.RefusedDisk, RefusedDiskFull: d.RefusedWrites, RefusedQuota: e.RefusedQuota,
 		NoSpaceErrors: d.NoSpaceErrors, WaitingWrites: d.WaitingWrites,
 		SlowOperations: d.SlowOperations, ReadErrors: d.ReadErrors, BackgroundErrors: d.BackgroundErrors,
+		StallsMemTables: stalls.MemTables, StallsLevel0: stalls.Level0, StallSeconds: stalls.Time.Seconds(),
 	}
 }
 

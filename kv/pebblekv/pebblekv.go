@@ -236,6 +236,7 @@ type Store struct {
 	readErrors atomic.Int64 // reads the storage failed (kv.ErrIO)
 	bgErrors   atomic.Int64 // flushes and compactions that failed
 	refused    atomic.Int64 // Updates refused with kv.ErrNoSpace
+	stalls     stallClock   // writes stopped behind flushes and compactions
 
 	// commits counts the Updates that committed (or tried to), and shared is
 	// the snapshot Views share while none has since (snapshot.go).
@@ -294,6 +295,7 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		base = vfs.Default
 	}
 	s := &Store{desc: desc, dir: dir, log: logger, writeSem: make(chan struct{}, 1), mem: mem}
+	s.stalls.now = time.Now
 	if base != nil {
 		if err := base.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("pebblekv: open %s: %w", desc, err)
@@ -408,6 +410,7 @@ func (s *Store) pebbleOptions(opts Options, fs vfs.FS, memTable int64, readOnly 
 		s.readErrors.Add(1)
 		s.log.Error("pebblekv: corrupt data", "dir", s.desc, "info", info.String())
 	}
+	s.stalls.listen(events)
 	po.EventListener = events
 	if opts.tweak != nil {
 		opts.tweak(po)
