@@ -8,16 +8,6 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// Reasons a write stall began, as StallStats counts them.
-const (
-	// StallMemTables: the memtables waiting to be flushed reached
-	// memTableStopWrites; flushes are not keeping up with writes.
-	StallMemTables = "memtables"
-	// StallLevel0: level 0 reached its stop-writes depth; compactions out of
-	// it are not keeping up.
-	StallLevel0 = "level0"
-)
-
 // StallStats are the times Pebble stopped writes until a flush or a
 // compaction caught up, since the store opened: writes waiting on the
 // store's own background work, which a burst of writes or a purge's
