@@ -70,6 +70,13 @@ type Options struct {
 	// (pebblekv.Store.Compacting). While users are active the purger waits for
 	// it to finish rather than take the other core too.
 	StoreBusy func() bool
+	// StoreBacklogged, if set, reports whether the store's background work
+	// is so far behind that more writes would soon make it stop writes
+	// until that work catches up (pebblekv.Store.Backlogged). The purge
+	// then waits before its next batch, users or not: otherwise a purge of
+	// a large backlog drives the store into such stops, and a user's write
+	// that arrives during one waits for it (up to seconds, measured).
+	StoreBacklogged func() bool
 	// ServeAllCrossPartitionQueries evaluates on the server the cross-partition
 	// queries that Cosmos DB's gateway refuses (ORDER BY, GROUP BY, aggregates,
 	// DISTINCT, TOP, OFFSET LIMIT without a partition key or range): clients

@@ -325,6 +325,7 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 			for yield && e.purger.held.Load() && ctx.Err() == nil {
 				time.Sleep(time.Millisecond)
 			}
+			e.waitForStoreBacklog(ctx)
 			if err := ctx.Err(); err != nil {
 				return total, err
 			}
@@ -398,6 +399,24 @@ const (
 	userWaitMax   = 50 * time.Millisecond
 	storeBusyPoll = 2 * time.Millisecond
 )
+
+// storeBacklogPoll is how often a purge waiting for the store's background
+// work to catch up asks again.
+const storeBacklogPoll = 10 * time.Millisecond
+
+// waitForStoreBacklog waits while the store's background work is too far
+// behind (Options.StoreBacklogged), whether or not users are active: more
+// deletions would bring the store to stop writes until its compactions
+// caught up, and a stopped store holds the next user's write as long.
+func (e *Engine) waitForStoreBacklog(ctx context.Context) {
+	backlogged := e.opts.StoreBacklogged
+	if backlogged == nil {
+		return
+	}
+	for backlogged() && ctx.Err() == nil {
+		time.Sleep(storeBacklogPoll)
+	}
+}
 
 // usersActive reports whether user operations are running or ran within the
 // tracker's quiet window.

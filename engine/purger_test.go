@@ -334,3 +334,45 @@ func TestPurgeWaitsOutStoreWork(t *testing.T) {
 		t.Fatal("the batch still waited after the store's work ended")
 	}
 }
+
+// TestPurgeWaitsForStoreBacklog: while the store reports its background work
+// backed up, the purge deletes nothing and keeps asking; once the backlog
+// clears, it purges everything expired.
+func TestPurgeWaitsForStoreBacklog(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":10`)
+	te.fill("c", "d", 20, "")
+	te.clock.Advance(10 * time.Second)
+
+	var backlogged atomic.Bool
+	var asked atomic.Int64
+	askedThrice := make(chan struct{})
+	backlogged.Store(true)
+	te.reopenWith(func(o *Options) {
+		o.StoreBacklogged = func() bool {
+			if asked.Add(1) == 3 {
+				close(askedThrice)
+			}
+			return backlogged.Load()
+		}
+	})
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := te.Purge(ctx)
+		done <- result{n, err}
+	}()
+	select {
+	case <-askedThrice: // the purge is waiting, and keeps asking
+	case r := <-done:
+		t.Fatalf("the purge finished while the store was backlogged: %d purged, %v", r.n, r.err)
+	}
+	backlogged.Store(false)
+	if r := <-done; r.err != nil || r.n != 20 {
+		t.Fatalf("after the backlog cleared: purged %d, %v; want 20", r.n, r.err)
+	}
+}

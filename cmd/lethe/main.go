@@ -499,7 +499,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	opts := engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, PurgeControl: c.purge, EnforceDefaultThroughput: c.enforceRU, Activity: users,
 		ServeAllCrossPartitionQueries: c.allQueries, MaxStorage: c.maxStorageBytes, ChangeFeedRetention: c.feedRetentionTime}
 	if embedded != nil {
-		opts.StoreBusy, opts.SpaceLow = embedded.Compacting, embedded.SpaceLow
+		opts.StoreBusy, opts.StoreBacklogged, opts.SpaceLow = embedded.Compacting, embedded.Backlogged, embedded.SpaceLow
 	}
 	eng, err = engine.Open(ctx, opts)
 	if err != nil {

@@ -238,6 +238,12 @@ type Store struct {
 	refused    atomic.Int64 // Updates refused with kv.ErrNoSpace
 	stalls     stallClock   // writes stopped behind flushes and compactions
 
+	// backlogDepth is level 0's depth from which Backlogged reports true;
+	// backlogged is its last answer, read at backlogCheckedAt (Unix ns).
+	backlogDepth     int
+	backlogged       atomic.Bool
+	backlogCheckedAt atomic.Int64
+
 	// commits counts the Updates that committed (or tried to), and shared is
 	// the snapshot Views share while none has since (snapshot.go).
 	commits atomic.Uint64
@@ -338,6 +344,7 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		pfs = pacedFS{FS: pfs, p: s.pace}
 	}
 	s.jobs = &jobCounter{notify: opts.Jobs}
+	s.backlogDepth = pacedL0Factor * l0CompactionThreshold(memTable)
 	s.options = func(readOnly bool) *pebble.Options {
 		return s.pebbleOptions(opts, pfs, memTable, readOnly)
 	}

@@ -81,3 +81,26 @@ func (c *stallClock) listen(events *pebble.EventListener) {
 
 // Stalls returns the store's write stalls since it opened.
 func (s *Store) Stalls() StallStats { return s.stalls.read() }
+
+// Backlogged reports whether level 0 is backed up: at least pacedL0Factor
+// times the depth that starts a compaction out of it, the depth from which
+// compactions also run unpaced, and two thirds of the way to the depth at
+// which Pebble stops writes. Work that may wait (the TTL purge) waits while
+// it is, so that its writes do not bring the store to stop every writer's.
+// The depth is read at most once per lsmCheckInterval.
+func (s *Store) Backlogged() bool {
+	now := time.Now().UnixNano()
+	last := s.backlogCheckedAt.Load()
+	if now-last >= int64(backlogCheckInterval) && s.backlogCheckedAt.CompareAndSwap(last, now) {
+		if s.enter() != nil {
+			return false
+		}
+		depth := int(s.db.Metrics().Levels[0].Sublevels)
+		s.inflight.Done()
+		s.backlogged.Store(depth >= s.backlogDepth)
+	}
+	return s.backlogged.Load()
+}
+
+// backlogCheckInterval is how often Backlogged reads level 0's depth.
+const backlogCheckInterval = 20 * time.Millisecond

@@ -99,3 +99,30 @@ func TestWriteStallCounted(t *testing.T) {
 		t.Errorf("after the compaction: %+v, want one level-0 stall that took some time", got)
 	}
 }
+
+// TestBacklogged: a store reports itself backlogged once level 0 is as deep
+// as backlogDepth, and no longer once a compaction has emptied it.
+func TestBacklogged(t *testing.T) {
+	s, err := Open(Options{InMemory: true, tweak: func(o *pebble.Options) {
+		o.DisableAutomaticCompactions = true
+		o.L0StopWritesThreshold = 1000 // level 0 grows without stopping writes
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if s.Backlogged() {
+		t.Fatal("an empty store reports a backlog")
+	}
+	for round := range s.backlogDepth { // one overlapping table in level 0 each
+		putKeys(t, s, 10, func(j int) int { return j }, make([]byte, 1<<10))
+		if err := s.db.Flush(); err != nil {
+			t.Fatalf("flush %d: %v", round, err)
+		}
+	}
+	waitFor(t, "the store reports level 0 backed up", s.Backlogged)
+	if err := s.db.Compact(context.Background(), []byte("k"), []byte("l"), false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the backlog clears after the compaction", func() bool { return !s.Backlogged() })
+}
