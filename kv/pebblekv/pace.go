@@ -60,8 +60,8 @@ const (
 // zero: 16 MiB/s, about three times what flushes and compactions wrote on
 // average while a steady load of reads and creates ran beside a purge of
 // 1,000,000 documents (engine BenchmarkForegroundDuringPurgeInterleaved).
-// Compactions that fall behind deepen level 0, and from the pacer's
-// maxPacedSublevels on they run unlimited.
+// Compactions that fall behind deepen level 0, and once it is backed up
+// (level0Watch) they run unlimited.
 const DefaultBackgroundWriteRate = 16 << 20
 
 // BackgroundJobs is how many flushes and compactions may run at once: one
@@ -76,20 +76,38 @@ const (
 	flushCategory      vfs.DiskWriteCategory = "pebble-memtable-flush"
 )
 
+// level0Watch tells whether level 0 is backed up: at least depth sublevels
+// deep, read from the database at most every lsmCheckInterval. Compactions
+// then run unpaced (pacer) and the TTL purge waits (Store.Backlogged).
+type level0Watch struct {
+	depth int
+	// sublevels reports level 0's depth; nil until the DB is open.
+	sublevels atomic.Pointer[func() int]
+	checkedAt atomic.Int64 // Unix nanoseconds of the last check
+	backedUp  atomic.Bool
+}
+
+// backedUpAt reports whether level 0 is backed up, reading its depth again
+// if lsmCheckInterval has passed since the last check at now.
+func (w *level0Watch) backedUpAt(now time.Time) bool {
+	last := w.checkedAt.Load()
+	if now.UnixNano()-last >= int64(lsmCheckInterval) && w.checkedAt.CompareAndSwap(last, now.UnixNano()) {
+		if f := w.sublevels.Load(); f != nil {
+			w.backedUp.Store((*f)() >= w.depth)
+		}
+	}
+	return w.backedUp.Load()
+}
+
 // pacer decides whether compaction writes rest, and for how long.
 type pacer struct {
 	foreground func() bool
-	// maxPacedSublevels is level 0's depth from which compactions are not
-	// paced: level 0 is then backed up.
-	maxPacedSublevels int
-	// l0Sublevels reports level 0's depth; nil until the DB is open.
-	l0Sublevels atomic.Pointer[func() int]
-	checkedAt   atomic.Int64 // Unix nanoseconds of the last level-0 check
-	backedUp    atomic.Bool
-	rested      atomic.Int64 // total rest, nanoseconds, for tests and diagnostics
-	writing     atomic.Int64 // paced compaction output files open
-	lowered     atomic.Int64 // output files written at background priority
-	written     atomic.Int64 // bytes written to flush and compaction output files
+	// l0 says when level 0 is backed up: compactions are then not paced.
+	l0      *level0Watch
+	rested  atomic.Int64 // total rest, nanoseconds, for tests and diagnostics
+	writing atomic.Int64 // paced compaction output files open
+	lowered atomic.Int64 // output files written at background priority
+	written atomic.Int64 // bytes written to flush and compaction output files
 
 	// writeRate is the most compactions write per second while the
 	// foreground is active, in bytes; 0 means unlimited. nextWrite is when,
@@ -123,15 +141,7 @@ func (p *pacer) wait(d time.Duration) {
 
 // healthy reports whether level 0 is shallow enough for compactions to be
 // paced, checking at most every lsmCheckInterval.
-func (p *pacer) healthy(now time.Time) bool {
-	last := p.checkedAt.Load()
-	if now.UnixNano()-last >= int64(lsmCheckInterval) && p.checkedAt.CompareAndSwap(last, now.UnixNano()) {
-		if f := p.l0Sublevels.Load(); f != nil {
-			p.backedUp.Store((*f)() >= p.maxPacedSublevels)
-		}
-	}
-	return !p.backedUp.Load()
-}
+func (p *pacer) healthy(now time.Time) bool { return !p.l0.backedUpAt(now) }
 
 // rest sleeps before a compaction write when the foreground is active, in
 // proportion to busy, the time the compaction computed since its last write.
@@ -176,7 +186,7 @@ var lowerGoroutine = cpuprio.LowerCurrentGoroutine
 // (replaying the WAL may write tables on the goroutine that called Open, which
 // must not be lowered) nor while level 0 is backed up.
 func (p *pacer) lower() bool {
-	if p.l0Sublevels.Load() == nil || !p.healthy(p.clock()) || !lowerGoroutine() {
+	if p.l0.sublevels.Load() == nil || !p.healthy(p.clock()) || !lowerGoroutine() {
 		return false
 	}
 	p.lowered.Add(1)

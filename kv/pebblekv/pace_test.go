@@ -24,12 +24,12 @@ func TestPacerRest(t *testing.T) {
 	var fg atomic.Bool
 	sublevels := 0
 	now := time.Unix(1000, 0) // a fake clock that only sleeping moves
-	p := &pacer{foreground: fg.Load, maxPacedSublevels: testPacedSublevels,
+	p := &pacer{foreground: fg.Load, l0: &level0Watch{depth: testPacedSublevels},
 		now:   func() time.Time { return now },
 		sleep: func(d time.Duration) { now = now.Add(d) },
 	}
 	l0 := func() int { return sublevels }
-	p.l0Sublevels.Store(&l0)
+	p.l0.sublevels.Store(&l0)
 
 	p.rest(time.Millisecond)
 	if got := p.rested.Load(); got != 0 {
@@ -48,7 +48,7 @@ func TestPacerRest(t *testing.T) {
 	// Just short of backed up: still paced.
 	before := p.rested.Load()
 	sublevels = testPacedSublevels - 1
-	p.checkedAt.Store(0)
+	p.l0.checkedAt.Store(0)
 	p.rest(time.Millisecond)
 	if p.rested.Load() == before {
 		t.Fatal("did not rest with level 0 one sublevel short of backed up")
@@ -58,7 +58,7 @@ func TestPacerRest(t *testing.T) {
 	// (at most lsmCheckInterval later) has seen it.
 	before = p.rested.Load()
 	sublevels = testPacedSublevels
-	p.checkedAt.Store(0)
+	p.l0.checkedAt.Store(0)
 	p.rest(time.Millisecond)
 	if p.rested.Load() != before {
 		t.Fatal("rested while level 0 was backed up")
@@ -208,11 +208,11 @@ func TestPacerThrottle(t *testing.T) {
 	// A fake clock that only sleeping moves, plus a step between calls.
 	now := time.Unix(1000, 0)
 	var slept []time.Duration
-	p := &pacer{foreground: fg.Load, writeRate: rate, maxPacedSublevels: testPacedSublevels,
+	p := &pacer{foreground: fg.Load, writeRate: rate, l0: &level0Watch{depth: testPacedSublevels},
 		now:   func() time.Time { return now },
 		sleep: func(d time.Duration) { slept = append(slept, d); now = now.Add(d) },
 	}
-	p.l0Sublevels.Store(&l0)
+	p.l0.sublevels.Store(&l0)
 
 	p.throttle(1 << 20)
 	p.throttle(1 << 20)
@@ -242,15 +242,15 @@ func TestPacerThrottle(t *testing.T) {
 	// Level 0 backed up: no wait, once the next check has seen it.
 	before := p.throttled.Load()
 	sublevels = testPacedSublevels
-	p.checkedAt.Store(0)
+	p.l0.checkedAt.Store(0)
 	p.throttle(1 << 20)
 	p.throttle(1 << 20)
 	if p.throttled.Load() != before {
 		t.Fatal("waited for the write rate while level 0 was backed up")
 	}
 
-	unlimited := &pacer{foreground: fg.Load}
-	unlimited.l0Sublevels.Store(&l0)
+	unlimited := &pacer{foreground: fg.Load, l0: &level0Watch{}}
+	unlimited.l0.sublevels.Store(&l0)
 	unlimited.throttle(1 << 30)
 	unlimited.throttle(1 << 30)
 	if got := unlimited.throttled.Load(); got != 0 {

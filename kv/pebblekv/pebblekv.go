@@ -238,11 +238,7 @@ type Store struct {
 	refused    atomic.Int64 // Updates refused with kv.ErrNoSpace
 	stalls     stallClock   // writes stopped behind flushes and compactions
 
-	// backlogDepth is level 0's depth from which Backlogged reports true;
-	// backlogged is its last answer, read at backlogCheckedAt (Unix ns).
-	backlogDepth     int
-	backlogged       atomic.Bool
-	backlogCheckedAt atomic.Int64
+	l0 level0Watch // level 0 backed up: compactions unpaced, the purge waits
 
 	// commits counts the Updates that committed (or tried to), and shared is
 	// the snapshot Views share while none has since (snapshot.go).
@@ -339,12 +335,11 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		case rate < 0:
 			rate = 0 // unlimited
 		}
-		s.pace = &pacer{foreground: opts.Foreground, writeRate: rate,
-			maxPacedSublevels: pacedL0Factor * l0CompactionThreshold(memTable)}
+		s.pace = &pacer{foreground: opts.Foreground, writeRate: rate, l0: &s.l0}
 		pfs = pacedFS{FS: pfs, p: s.pace}
 	}
 	s.jobs = &jobCounter{notify: opts.Jobs}
-	s.backlogDepth = pacedL0Factor * l0CompactionThreshold(memTable)
+	s.l0.depth = pacedL0Factor * l0CompactionThreshold(memTable)
 	s.options = func(readOnly bool) *pebble.Options {
 		return s.pebbleOptions(opts, pfs, memTable, readOnly)
 	}
@@ -430,10 +425,8 @@ func (s *Store) pebbleOptions(opts Options, fs vfs.FS, memTable int64, readOnly 
 func (s *Store) setDB(db *pebble.DB, readOnly bool) {
 	s.db = db
 	s.readOnly.Store(readOnly)
-	if s.pace != nil {
-		l0 := func() int { return int(db.Metrics().Levels[0].Sublevels) }
-		s.pace.l0Sublevels.Store(&l0)
-	}
+	l0 := func() int { return int(db.Metrics().Levels[0].Sublevels) }
+	s.l0.sublevels.Store(&l0)
 }
 
 // reopenWhenSpace is the goroutine of a store opened read-only on a full

@@ -673,7 +673,7 @@ func TestMemTableSizing(t *testing.T) {
 		want = uint64(memTableFor(disk.space.total.Load()))
 	}
 	check("on disk", disk, want, l0CompactionThreshold(int64(want)))
-	if got := disk.pace.maxPacedSublevels; got != pacedL0Factor*l0CompactionThreshold(int64(want)) {
+	if got := disk.pace.l0.depth; got != pacedL0Factor*l0CompactionThreshold(int64(want)) {
 		t.Errorf("on disk: compactions paced up to %d level-0 sublevels, want %d", got, pacedL0Factor*l0CompactionThreshold(int64(want)))
 	}
 }

@@ -89,18 +89,9 @@ func (s *Store) Stalls() StallStats { return s.stalls.read() }
 // it is, so that its writes do not bring the store to stop every writer's.
 // The depth is read at most once per lsmCheckInterval.
 func (s *Store) Backlogged() bool {
-	now := time.Now().UnixNano()
-	last := s.backlogCheckedAt.Load()
-	if now-last >= int64(backlogCheckInterval) && s.backlogCheckedAt.CompareAndSwap(last, now) {
-		if s.enter() != nil {
-			return false
-		}
-		depth := int(s.db.Metrics().Levels[0].Sublevels)
-		s.inflight.Done()
-		s.backlogged.Store(depth >= s.backlogDepth)
+	if s.enter() != nil {
+		return false
 	}
-	return s.backlogged.Load()
+	defer s.inflight.Done()
+	return s.l0.backedUpAt(time.Now())
 }
-
-// backlogCheckInterval is how often Backlogged reads level 0's depth.
-const backlogCheckInterval = 20 * time.Millisecond

@@ -101,7 +101,7 @@ func TestWriteStallCounted(t *testing.T) {
 }
 
 // TestBacklogged: a store reports itself backlogged once level 0 is as deep
-// as backlogDepth, and no longer once a compaction has emptied it.
+// as its level-0 watch's depth, and no longer once a compaction has emptied it.
 func TestBacklogged(t *testing.T) {
 	s, err := Open(Options{InMemory: true, tweak: func(o *pebble.Options) {
 		o.DisableAutomaticCompactions = true
@@ -114,7 +114,7 @@ func TestBacklogged(t *testing.T) {
 	if s.Backlogged() {
 		t.Fatal("an empty store reports a backlog")
 	}
-	for round := range s.backlogDepth { // one overlapping table in level 0 each
+	for round := range s.l0.depth { // one overlapping table in level 0 each
 		putKeys(t, s, 10, func(j int) int { return j }, make([]byte, 1<<10))
 		if err := s.db.Flush(); err != nil {
 			t.Fatalf("flush %d: %v", round, err)
