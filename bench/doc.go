@@ -14,7 +14,8 @@
 //	replace        point replaces of existing documents
 //	upsert         upserts of existing documents
 //	query-pk       SELECT * FROM c WHERE c.pk = @pk, the first page of 10
-//	query-cross    SELECT TOP 10 * FROM c WHERE c.k = @k across partitions, one page of 10
+//	query-cross    SELECT * FROM c WHERE c.k = @k across partitions (ten documents
+//	               match), the first page of 10
 //	query-list     SELECT * FROM c in one partition (its key in the request), the first page of 10
 //	mixed          80% point reads, 20% upserts
 //	ttl            creates of documents that carry a short ttl, so the purge runs all along
