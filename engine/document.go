@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lethe-db/lethe"
@@ -232,31 +233,35 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 			return nil, err
 		}
 	}
-	if prev != nil {
-		keys, err := ownedKeys(tx, s.l, prev)
-		if err != nil {
-			return nil, err
-		}
-		s.work.TermsRemoved += countTerms(keys)
-		s.usage.add(fixedKeys(s.l, prev), len(prev.json), -1)
-		for _, k := range keys {
-			if err := tx.Delete(k); err != nil {
-				return nil, err
-			}
-		}
-	}
 	manifest, err := manifestFor(s.l, rec, o)
 	if err != nil {
 		return nil, err
 	}
 	s.work.TermsWritten += countTerms(manifest)
-	if err := s.claimUniqueKeys(tx, manifest, p.suffix); err != nil {
+	fixed := fixedKeys(s.l, rec)
+	added := manifest
+	if prev != nil {
+		keys, err := ownedKeys(tx, s.l, prev)
+		if err != nil {
+			return nil, err
+		}
+		// Charged as if every entry were rewritten, as Cosmos DB charges.
+		s.work.TermsRemoved += countTerms(keys)
+		s.usage.add(fixedKeys(s.l, prev), len(prev.json), -1)
+		var stale [][]byte
+		stale, added = keysToRewrite(keys, fixed, manifest)
+		for _, k := range stale {
+			if err := tx.Delete(k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := s.claimUniqueKeys(tx, added, p.suffix); err != nil {
 		return nil, err
 	}
 	if err := tx.Put(docKey(s.rid, p.suffix), encoded); err != nil {
 		return nil, err
 	}
-	fixed := fixedKeys(s.l, rec)
 	s.usage.add(fixed, len(rec.json), 1)
 	holder := manifestHolder(fixed)
 	for _, k := range fixed {
@@ -268,7 +273,7 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 			return nil, err
 		}
 	}
-	for _, k := range manifest {
+	for _, k := range added {
 		if err := tx.Put(k, p.suffix); err != nil {
 			return nil, err
 		}
@@ -283,6 +288,36 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 		}
 	}
 	return rec, nil
+}
+
+// keysToRewrite compares the keys a stored version owns (old: its fixed keys
+// and manifest, as ownedKeys returns them) with those of the version that
+// replaces it (fixed, and manifest, sorted as manifestFor returns it). stale
+// are the old keys to delete: those the new version does not have. added are
+// the manifest entries to put: those the old version did not have. An entry
+// both versions have already holds the document's suffix, as it would again,
+// so it is neither deleted nor written: a replace that changes one property
+// rewrites that property's entries, not the document's every entry. The new
+// fixed keys are always written, since their values change with each version;
+// an old one among them is overwritten, not deleted. old is sorted in place.
+func keysToRewrite(old, fixed, manifest [][]byte) (stale, added [][]byte) {
+	slices.SortFunc(old, bytes.Compare)
+	added = manifest[:0:0]
+	j := 0
+	for _, k := range old {
+		for j < len(manifest) && bytes.Compare(manifest[j], k) < 0 {
+			added = append(added, manifest[j])
+			j++
+		}
+		if j < len(manifest) && bytes.Equal(manifest[j], k) {
+			j++
+			continue
+		}
+		if !slices.ContainsFunc(fixed, func(f []byte) bool { return bytes.Equal(f, k) }) {
+			stale = append(stale, k)
+		}
+	}
+	return stale, append(added, manifest[j:]...)
 }
 
 // claimUniqueKeys checks the unique key entries among keys before suffix takes

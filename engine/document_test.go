@@ -137,3 +137,104 @@ func TestClockSteppingBackResurrectsNothing(t *testing.T) {
 		t.Errorf("after restart with clock behind: read = %v; want NotFound", err)
 	}
 }
+
+// TestKeysToRewrite: of a replaced version's keys, only those the new version
+// lacks are deleted, and of the new manifest only the entries the old one
+// lacked are written; an old fixed key that the new version also has is
+// overwritten, not deleted.
+func TestKeysToRewrite(t *testing.T) {
+	k := func(s ...string) [][]byte {
+		out := make([][]byte, len(s))
+		for i, v := range s {
+			out[i] = []byte(v)
+		}
+		return out
+	}
+	str := func(keys [][]byte) string {
+		var s []string
+		for _, k := range keys {
+			s = append(s, string(k))
+		}
+		return strings.Join(s, " ")
+	}
+	cases := []struct {
+		old, fixed, manifest [][]byte
+		stale, added         string
+	}{
+		// Fixed keys first, the manifest after them, as ownedKeys returns them.
+		{k("O1", "X5", "Ia", "Ib", "Ic"), k("O1", "X9"), k("Ib", "Ic", "Id"), "Ia X5", "Id"},
+		{k("O1", "X5", "Ia", "Ib"), k("O1", "X5"), k("Ia", "Ib"), "", ""},
+		{k("O1", "X5"), k("O2", "X9"), k("Ia"), "O1 X5", "Ia"},
+		{k("O1", "X5", "Ia", "Ib"), k("O2", "X9"), nil, "Ia Ib O1 X5", ""},
+		{k("O1", "Ib", "Id"), k("O1"), k("Ia", "Ic", "Ie"), "Ib Id", "Ia Ic Ie"},
+	}
+	for _, c := range cases {
+		desc := str(c.old) + " -> " + str(c.fixed) + " + " + str(c.manifest)
+		stale, added := keysToRewrite(c.old, c.fixed, c.manifest)
+		if str(stale) != c.stale || str(added) != c.added {
+			t.Errorf("%s: stale %q, added %q; want %q, %q", desc, str(stale), str(added), c.stale, c.added)
+		}
+	}
+}
+
+// TestReplaceRewritesOnlyChangedEntries: a replace deletes and writes the
+// index entries of the values it changes and leaves the rest in place;
+// queries then find the new values and not the old ones, and the store's
+// invariants hold.
+func TestReplaceRewritesOnlyChangedEntries(t *testing.T) {
+	cs := &countingStore{Store: newMemStore(t)}
+	te := openTestEngine(t, cs, Options{DisableBackground: true})
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":3600,"changeFeedPolicy":{"retentionDuration":60}`)
+	if err := te.create("c", `{"id":"a","pk":"p","x":1,"y":"s","tags":["t1","t2"],"o":{"deep":true}}`); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		body          string
+		puts, deletes int64
+	}{
+		{`{"id":"a","pk":"p","x":2,"y":"s","tags":["t1","t2"],"o":{"deep":true}}`, 1, 1},
+		{`{"id":"a","pk":"p","x":2,"y":"s","tags":["t1","t2"],"o":{"deep":true}}`, 0, 0},
+		{`{"id":"a","pk":"p","x":2,"y":"s","tags":["t1","t3"],"o":{"deep":true}}`, 1, 1},
+		{`{"id":"a","pk":"p","x":2,"tags":["t1","t3"],"o":{"deep":false},"z":null}`, 2, 2},
+	}
+	for i, st := range steps {
+		cs.indexPuts.Store(0)
+		cs.indexDeletes.Store(0)
+		if _, err := te.ReplaceDocument(ctx, ref("c", "a", "p"), []byte(st.body), Conditions{}); err != nil {
+			t.Fatalf("replace %d: %v", i, err)
+		}
+		if p, d := cs.indexPuts.Load(), cs.indexDeletes.Load(); p != st.puts || d != st.deletes {
+			t.Errorf("replace %d (%s): %d index entries written, %d deleted; want %d, %d", i, st.body, p, d, st.puts, st.deletes)
+		}
+	}
+	for q, want := range map[string]string{
+		"SELECT VALUE c.id FROM c WHERE c.x = 1":                      "",
+		"SELECT VALUE c.id FROM c WHERE c.x = 2":                      `"a"`,
+		"SELECT VALUE c.id FROM c WHERE ARRAY_CONTAINS(c.tags, 't2')": "",
+		"SELECT VALUE c.id FROM c WHERE ARRAY_CONTAINS(c.tags, 't3')": `"a"`,
+		"SELECT VALUE c.id FROM c WHERE c.y = 's'":                    "",
+		"SELECT VALUE c.id FROM c WHERE c.o.deep = false":             `"a"`,
+		"SELECT VALUE c.id FROM c WHERE c.z = null":                   `"a"`,
+	} {
+		if got := strings.Join(te.queryAll("c", q, nil, 10), ","); got != want {
+			t.Errorf("%s: %s; want %s", q, got, want)
+		}
+	}
+	// Once expired, the document is gone; a create in its place is a new
+	// version with a new sequence number, whose every entry is written.
+	te.clock.Advance(3600 * time.Second)
+	cs.indexPuts.Store(0)
+	if err := te.create("c", `{"id":"a","pk":"p","x":2}`); err != nil {
+		t.Fatal(err)
+	}
+	if p := cs.indexPuts.Load(); p < 3 {
+		t.Errorf("create over the expired version wrote %d index entries; want at least /id, /pk and /x", p)
+	}
+	if got := strings.Join(te.queryAll("c", "SELECT VALUE c.id FROM c WHERE ARRAY_CONTAINS(c.tags, 't3')", nil, 10), ","); got != "" {
+		t.Errorf("the expired version's tags still match: %s", got)
+	}
+	if err := te.Check(ctx); err != nil {
+		t.Errorf("engine invariants: %v", err)
+	}
+}

@@ -19,7 +19,10 @@ type countingStore struct {
 	reads    atomic.Int64 // Get calls plus iterator steps
 	metaGets atomic.Int64 // Get calls for database and container records
 	updates  atomic.Int64
-	onTx     func(n int64) // called before each Update with its ordinal
+	// indexPuts and indexDeletes count the secondary index entries that
+	// transactions write and delete.
+	indexPuts, indexDeletes atomic.Int64
+	onTx                    func(n int64) // called before each Update with its ordinal
 	// exclusive is what the store answers to kv.Exclusive: false by default,
 	// so the engine reads its records through the store as on a shared one.
 	exclusive bool
@@ -75,6 +78,18 @@ func (r countingReader) Scan(a, b []byte, rev bool) kv.Iterator {
 	return countingIter{r.Reader.Scan(a, b, rev), r.s}
 }
 func (t countingTx) Get(k []byte) ([]byte, error) { return t.s.get(t.Tx, k) }
+func (t countingTx) Put(k, v []byte) error {
+	if k[0] == pfxIndex {
+		t.s.indexPuts.Add(1)
+	}
+	return t.Tx.Put(k, v)
+}
+func (t countingTx) Delete(k []byte) error {
+	if k[0] == pfxIndex {
+		t.s.indexDeletes.Add(1)
+	}
+	return t.Tx.Delete(k)
+}
 func (t countingTx) Scan(a, b []byte, rev bool) kv.Iterator {
 	return countingIter{t.Tx.Scan(a, b, rev), t.s}
 }
