@@ -447,17 +447,19 @@ type sourcePlan struct {
 }
 
 // exactLookup reports whether an equality or IN filter selects through the
-// index exactly the documents it matches: its values are null, booleans or
-// strings too short to have been cut (a cut string's key may equal a shorter
-// string's). Numbers are left out: the index orders them as float64, and two
-// integers beyond 2^53 can share a key.
+// index exactly the documents it matches: its values are null, booleans,
+// numbers or strings too short to have been cut (a cut string's key may equal
+// a shorter string's). A number's key is its float64 value, and = compares
+// numbers as float64 values too (jsonv.Equal), so two numbers share a key
+// exactly when they are equal: 5, 5.0 and 5e0; 0 and -0; two integers beyond
+// 2^53 that round to the same float64.
 func exactLookup(f filterSpec) bool {
 	if f.kind != filterEq && f.kind != filterIn {
 		return false
 	}
 	for _, v := range f.values {
 		switch v := v.(type) {
-		case nil, bool:
+		case nil, bool, jsonv.Number:
 		case string:
 			if len(v) > maxIndexedString-utf8.UTFMax {
 				return false

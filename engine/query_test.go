@@ -37,7 +37,9 @@ func TestIndexedQueriesEqualScans(t *testing.T) {
 		if rng.IntN(4) > 0 {
 			body += `,"v":` + vals[rng.IntN(len(vals))]
 		}
-		mixed := []string{`1`, `2.5`, `-4`, `"a"`, `"b"`, `"ab"`, `true`, `false`, `null`, `"` + strings.Repeat("L", 130) + `z"`, `"` + strings.Repeat("L", 130) + `a"`, `"` + strings.Repeat("L", 126) + `"`}
+		mixed := []string{`1`, `2.5`, `-4`, `"a"`, `"b"`, `"ab"`, `true`, `false`, `null`, `"` + strings.Repeat("L", 130) + `z"`, `"` + strings.Repeat("L", 130) + `a"`, `"` + strings.Repeat("L", 126) + `"`,
+			// numbers that share an index key, and are equal as = compares them
+			`5`, `5.0`, `5e0`, `0`, `-0`, `9007199254740992`, `9007199254740993`}
 		if rng.IntN(5) > 0 {
 			body += `,"m":` + mixed[rng.IntN(len(mixed))]
 		}
@@ -89,6 +91,12 @@ func TestIndexedQueriesEqualScans(t *testing.T) {
 		"SELECT c.id FROM c WHERE c.v IN ('a', 'b') AND c.o.w IN (1, 2)",
 		"SELECT c.id FROM c WHERE c.n IN (3, 4, 5) AND c.v = true",
 		"SELECT c.id FROM c WHERE c.m = 'ab' AND c.v = 'ab'",
+		// numbers that share an index key (see mixed above)
+		"SELECT c.id, c.m FROM c WHERE c.m = 5",
+		"SELECT c.id, c.m FROM c WHERE c.m = 0",
+		"SELECT c.id, c.m FROM c WHERE c.m = -0.0",
+		"SELECT c.id, c.m FROM c WHERE c.m = 9007199254740993",
+		"SELECT c.id, c.m FROM c WHERE c.m IN (5, -4, 2.5)",
 	}
 	params := map[string]jsonv.Value{"n": jsonv.Number("4")}
 	for _, q := range queries {
@@ -248,15 +256,15 @@ func TestOrderedIndexIsProportionalToRows(t *testing.T) {
 // TestExactLookupsSkipWhere: SELECT * with a WHERE that one exact index
 // lookup answers (null, booleans, short strings, equality or IN) returns the
 // stored documents without parsing them or evaluating WHERE, and the same
-// documents as a scan; numbers and strings long enough to be cut in the index
-// still have WHERE evaluated.
+// documents as a scan; strings long enough to be cut in the index still have
+// WHERE evaluated.
 func TestExactLookupsSkipWhere(t *testing.T) {
 	te := newTestEngine(t)
 	te.mustDB("db")
 	te.mustContainer("idx", "")
 	te.mustContainer("scan", `"indexingPolicy":{"indexingMode":"none","automatic":false}`)
 	long := strings.Repeat("L", 130)
-	vals := []string{`1`, `1.0`, `2`, `"a"`, `"b"`, `true`, `false`, `null`, `[1]`, `"` + long + `x"`, `"` + long + `y"`, `"` + strings.Repeat("L", 128) + `"`, `"` + strings.Repeat("L", 126) + `"`}
+	vals := []string{`1`, `1.0`, `1e0`, `2`, `-0`, `0`, `9007199254740992`, `9007199254740993`, `"a"`, `"b"`, `true`, `false`, `null`, `[1]`, `"` + long + `x"`, `"` + long + `y"`, `"` + strings.Repeat("L", 128) + `"`, `"` + strings.Repeat("L", 126) + `"`}
 	rng := rand.New(rand.NewPCG(5, 6))
 	for i := range 150 {
 		body := fmt.Sprintf(`{"id":"d%03d","pk":"p"`, i)
@@ -295,7 +303,9 @@ func TestExactLookupsSkipWhere(t *testing.T) {
 		{"SELECT * FROM c WHERE c.v = 'a' OFFSET 2 LIMIT 3", true},
 		{"SELECT * FROM c WHERE c.v = @cut", false},
 		{"SELECT * FROM c WHERE c.v = '" + strings.Repeat("L", 126) + "'", false},
-		{"SELECT * FROM c WHERE c.v = 1", false},
+		{"SELECT * FROM c WHERE c.v = 1", true},
+		{"SELECT * FROM c WHERE c.v = 0", true},
+		{"SELECT * FROM c WHERE c.v IN (9007199254740993, -0.0, 'a')", true},
 		{"SELECT * FROM c WHERE c.v = 'a' AND c.pk = 'p'", false},
 		{"SELECT c.id FROM c WHERE c.v = 'a'", false},
 		{"SELECT * FROM c", true},
