@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -237,4 +240,92 @@ func TestReplaceRewritesOnlyChangedEntries(t *testing.T) {
 	if err := te.Check(ctx); err != nil {
 		t.Errorf("engine invariants: %v", err)
 	}
+}
+
+// TestRandomReplacesKeepIndexesExact: random replaces, upserts and patches
+// that add, change and remove properties (scalars, arrays, nested objects,
+// unique values), some a second later so that _ts and the expiry entry move,
+// leave the indexed container answering every query as the unindexed one
+// does, and the store's invariants hold (Check, when the test ends).
+func TestRandomReplacesKeepIndexesExact(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("idx", `"defaultTtl":3600,"changeFeedPolicy":{"retentionDuration":60}`)
+	te.mustContainer("scan", `"defaultTtl":3600,"changeFeedPolicy":{"retentionDuration":60},"indexingPolicy":{"indexingMode":"consistent","includedPaths":[],"excludedPaths":[{"path":"/*"}]}`)
+	rng := rand.New(rand.NewPCG(7, 8))
+	vals := []string{`1`, `2`, `2.0`, `"a"`, `"b"`, `true`, `null`, `[1,2]`, `[2,"a"]`, `{"w":1}`, `{"w":"a","z":[true]}`}
+	body := func(id int) string {
+		b := fmt.Sprintf(`{"id":"d%d","pk":"p"`, id)
+		for _, name := range []string{"x", "y", "z"} {
+			if rng.IntN(3) > 0 {
+				b += fmt.Sprintf(`,%q:%s`, name, vals[rng.IntN(len(vals))])
+			}
+		}
+		if rng.IntN(4) == 0 {
+			b += fmt.Sprintf(`,"ttl":%d`, 60+rng.IntN(3))
+		}
+		return b + "}"
+	}
+	const docs = 12
+	for id := range docs {
+		b := body(id)
+		for _, c := range []string{"idx", "scan"} {
+			if err := te.create(c, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for step := range 400 {
+		if rng.IntN(10) == 0 {
+			te.clock.Advance(time.Second)
+		}
+		id := rng.IntN(docs)
+		b := body(id)
+		op := rng.IntN(3)
+		patch, err := ParsePatch([]byte(fmt.Sprintf(`{"operations":[{"op":"set","path":"/x","value":%s}]}`, vals[rng.IntN(len(vals))])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []string{"idx", "scan"} {
+			var err error
+			switch op {
+			case 0:
+				_, err = te.ReplaceDocument(ctx, ref(c, fmt.Sprintf("d%d", id), "p"), []byte(b), Conditions{})
+			case 1:
+				_, err = te.UpsertDocument(ctx, ref(c, fmt.Sprintf("d%d", id), "p"), []byte(b), Conditions{})
+			case 2:
+				_, err = te.PatchDocument(ctx, ref(c, fmt.Sprintf("d%d", id), "p"), patch, Conditions{})
+			}
+			if err != nil {
+				t.Fatalf("step %d, %s of d%d in %s: %v", step, []string{"replace", "upsert", "patch"}[op], id, c, err)
+			}
+		}
+	}
+	queries := []string{
+		"SELECT VALUE c.id FROM c WHERE c.x = 2",
+		"SELECT VALUE c.id FROM c WHERE c.x = 'a'",
+		"SELECT VALUE c.id FROM c WHERE c.y = null",
+		"SELECT VALUE c.id FROM c WHERE c.z = true",
+		"SELECT VALUE c.id FROM c WHERE IS_DEFINED(c.y)",
+		"SELECT VALUE c.id FROM c WHERE ARRAY_CONTAINS(c.x, 2)",
+		"SELECT VALUE c.id FROM c WHERE c.x.w = 1",
+		"SELECT VALUE c.id FROM c WHERE c.z.w = 'a'",
+		"SELECT VALUE c.id FROM c WHERE c.x IN (1, 'b', true)",
+		"SELECT VALUE c.id FROM c WHERE c.y > 1",
+		"SELECT c.id, c.x FROM c ORDER BY c.x DESC",
+		"SELECT VALUE c.id FROM c WHERE c.ttl = 61",
+		"SELECT VALUE COUNT(1) FROM c WHERE IS_DEFINED(c.z)",
+	}
+	check := func(when string) {
+		for _, q := range queries {
+			want := te.queryAll("scan", q, nil, 1000)
+			if got := te.queryAll("idx", q, nil, 3); !slices.Equal(got, want) {
+				t.Errorf("%s: %s: indexed %v, scan %v", when, q, got, want)
+			}
+		}
+	}
+	check("after the writes")
+	// Past the documents' own ttls (60-62 s), not the container's hour.
+	te.clock.Advance(2 * time.Minute)
+	check("after the own ttls passed")
 }
