@@ -94,6 +94,43 @@ func BenchmarkHandlerCreate(b *testing.B) {
 	}
 }
 
+// BenchmarkHandlerReplace replaces existing documents, each with one
+// property changed, as lethe bench's replace workload does; and
+// BenchmarkHandlerUpsert upserts them (x-ms-documentdb-is-upsert).
+func BenchmarkHandlerReplace(b *testing.B) { benchWriteExisting(b, "PUT") }
+
+func BenchmarkHandlerUpsert(b *testing.B) { benchWriteExisting(b, "POST") }
+
+// benchWriteExisting writes 1,000 documents, then rewrites them in turn:
+// method PUT replaces each at its own path, POST upserts it.
+func benchWriteExisting(b *testing.B, method string) {
+	srv, key := benchServer(b)
+	pkHeader := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
+	for i := range 1000 {
+		req := signedRequest("POST", "/dbs/db/colls/c/docs", key, benchDoc(fmt.Sprint(i), "p"), pkHeader)
+		srv.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	hdr := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "Prefer": "return=minimal"}
+	if method == "POST" {
+		hdr["x-ms-documentdb-is-upsert"] = "true"
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		id := fmt.Sprint(i % 1000)
+		path := "/dbs/db/colls/c/docs"
+		if method == "PUT" {
+			path += "/" + id
+		}
+		body := bytes.Replace(benchDoc(id, "p"), []byte(`"n":42`), []byte(`"n":`+fmt.Sprint(i)), 1)
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, signedRequest(method, path, key, body, hdr))
+		if w.Code != 200 {
+			b.Fatalf("%s: %d %s", method, w.Code, w.Body)
+		}
+	}
+}
+
 // BenchmarkHandlerQueryPK is lethe bench's query-pk workload in process: the
 // first page of 10 of a query whose WHERE names the partition key.
 func BenchmarkHandlerQueryPK(b *testing.B) {
