@@ -130,11 +130,13 @@ func TestDiskFull(t *testing.T) {
 	// marking the disk full, and the server never left that state. Free
 	// space stays well under the level at which the server takes its
 	// ballast back.
+	// The server's own files may shrink meanwhile (a flush ends and its
+	// write-ahead log goes; the ballast goes), so the other process takes
+	// what they free again until the server reports the disk low.
 	filler := filepath.Join(mnt, "filler")
 	fillDisk(t, filler, 0)
 	waitMetric(t, s, "lethe_disk_ballast_bytes", nil, 0)
-	leaveFree(t, mnt, 15<<20)
-	waitMetric(t, s, "lethe_writes_refused", map[string]string{"reason": "disk_low"}, 1)
+	holdLow(t, s, mnt, filler, 15<<20)
 	// A write of the store's own that met the full disk a moment ago may
 	// still be on its way through; until then every write is refused.
 	waitMetric(t, s, "lethe_writes_refused", map[string]string{"reason": "disk_full"}, 0)
@@ -213,22 +215,44 @@ func TestDiskFull(t *testing.T) {
 	}
 }
 
-// leaveFree grows the tmpfs at mnt until free bytes are free.
-func leaveFree(t *testing.T, mnt string, free int64) {
+// holdLow leaves free bytes free on the tmpfs at mnt, writing more to filler
+// or growing the filesystem, until the server s reports the disk low: a
+// process that takes whatever the server's own files give back.
+func holdLow(t *testing.T, s *server, mnt, filler string, free int64) {
+	t.Helper()
+	low := map[string]string{"reason": "disk_low"}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		leaveFree(t, mnt, filler, free)
+		if v, ok := seriesValue(scrape(t, s), "lethe_writes_refused", low); ok && v == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lethe_writes_refused%v is not 1 with %d bytes free\n%s", low, free, s.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// leaveFree makes free bytes free on the tmpfs at mnt: it grows the
+// filesystem when fewer are, and writes the excess to filler when more are.
+func leaveFree(t *testing.T, mnt, filler string, free int64) {
 	t.Helper()
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(mnt, &st); err != nil {
 		t.Fatal(err)
 	}
 	total, avail := int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
-	if avail >= free {
-		t.Fatalf("%d bytes free already, want to grow the filesystem to leave %d", avail, free)
+	switch {
+	case avail < free:
+		resizeTmpfs(t, mnt, total+free-avail)
+	case avail > free:
+		fillDisk(t, filler, free)
 	}
-	resizeTmpfs(t, mnt, total+free-avail)
 }
 
-// fillDisk writes the file path until the filesystem has only leave bytes
-// free, or none.
+// fillDisk appends to the file path until the filesystem has only leave
+// bytes free, or none.
 func fillDisk(t *testing.T, path string, leave int64) {
 	t.Helper()
 	var st syscall.Statfs_t
@@ -236,7 +260,7 @@ func fillDisk(t *testing.T, path string, leave int64) {
 		t.Fatal(err)
 	}
 	want := int64(st.Bavail)*st.Bsize - leave
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
