@@ -121,18 +121,17 @@ func TestDiskFull(t *testing.T) {
 
 	// Another process takes what is left: the server stays up, refuses
 	// creates, and serves reads, queries and deletes.
-	// Once the server has released its ballast for the deletes, the
-	// filesystem grows by just enough to leave 15 MiB free: under the 16 MiB
-	// reserve (low), with room for the deletes and for the compactions the
-	// writes left to do. One of those may rewrite every document at once
-	// (12-14 MB), beside its inputs: with only the released ballast's 8 MiB
-	// free it failed for want of space again and again, every failure
-	// marking the disk full, and the server never left that state. Free
-	// space stays well under the level at which the server takes its
-	// ballast back.
-	// The server's own files may shrink meanwhile (a flush ends and its
-	// write-ahead log goes; the ballast goes), so the other process takes
-	// what they free again until the server reports the disk low.
+	// Once the server has released its ballast for the deletes, exactly
+	// 15 MiB are left free: under the 16 MiB reserve (low), with room for
+	// the deletes and for the compactions the writes left to do. One of
+	// those may rewrite every document at once (12-14 MB), beside its
+	// inputs: with only the released ballast's 8 MiB free it failed for want
+	// of space again and again, every failure marking the disk full, and the
+	// server never left that state. Free space stays well under the level at
+	// which the server takes its ballast back. The server's own files may
+	// shrink meanwhile (a flush ends and its write-ahead log goes), so the
+	// other process takes what they free again, or the filesystem grows,
+	// until the server reports the disk low (holdLow).
 	filler := filepath.Join(mnt, "filler")
 	fillDisk(t, filler, 0)
 	waitMetric(t, s, "lethe_disk_ballast_bytes", nil, 0)

@@ -50,6 +50,20 @@ func benchDoc(id, pk string) []byte {
 	return []byte(fmt.Sprintf(`{"id":%q,"pk":%q,"name":"user %s","n":42,"tags":["a","b","c"],"pad":%q}`, id, pk, id, strings.Repeat("x", 900)))
 }
 
+// postBenchDocs creates n documents with ids 0..n-1 through srv: in
+// partition "p" when partitions is 1, else document i in partition
+// "p<i mod partitions>".
+func postBenchDocs(srv *Server, key []byte, n, partitions int) {
+	for i := range n {
+		pk := "p"
+		if partitions > 1 {
+			pk = fmt.Sprintf("p%d", i%partitions)
+		}
+		req := signedRequest("POST", "/dbs/db/colls/c/docs", key, benchDoc(fmt.Sprint(i), pk), map[string]string{"x-ms-documentdb-partitionkey": `["` + pk + `"]`})
+		srv.ServeHTTP(httptest.NewRecorder(), req)
+	}
+}
+
 func signedRequest(method, path string, key []byte, body []byte, hdr map[string]string) *http.Request {
 	req := httptest.NewRequest(method, "http://lethe"+path, bytes.NewReader(body))
 	date := time.Now().UTC().Format(http.TimeFormat)
@@ -64,10 +78,7 @@ func signedRequest(method, path string, key []byte, body []byte, hdr map[string]
 
 func BenchmarkHandlerRead(b *testing.B) {
 	srv, key := benchServer(b)
-	for i := range 1000 {
-		req := signedRequest("POST", "/dbs/db/colls/c/docs", key, benchDoc(fmt.Sprint(i), "p"), map[string]string{"x-ms-documentdb-partitionkey": `["p"]`})
-		srv.ServeHTTP(httptest.NewRecorder(), req)
-	}
+	postBenchDocs(srv, key, 1000, 1)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
@@ -105,11 +116,7 @@ func BenchmarkHandlerUpsert(b *testing.B) { benchWriteExisting(b, "POST") }
 // method PUT replaces each at its own path, POST upserts it.
 func benchWriteExisting(b *testing.B, method string) {
 	srv, key := benchServer(b)
-	pkHeader := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}
-	for i := range 1000 {
-		req := signedRequest("POST", "/dbs/db/colls/c/docs", key, benchDoc(fmt.Sprint(i), "p"), pkHeader)
-		srv.ServeHTTP(httptest.NewRecorder(), req)
-	}
+	postBenchDocs(srv, key, 1000, 1)
 	hdr := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "Prefer": "return=minimal"}
 	if method == "POST" {
 		hdr["x-ms-documentdb-is-upsert"] = "true"
@@ -148,11 +155,7 @@ func BenchmarkHandlerListPK(b *testing.B) {
 // and checks that every page holds all ten.
 func benchQueryPage(b *testing.B, query string) {
 	srv, key := benchServer(b)
-	for i := range 5000 {
-		pk := fmt.Sprintf("p%d", i%500)
-		req := signedRequest("POST", "/dbs/db/colls/c/docs", key, benchDoc(fmt.Sprint(i), pk), map[string]string{"x-ms-documentdb-partitionkey": `["` + pk + `"]`})
-		srv.ServeHTTP(httptest.NewRecorder(), req)
-	}
+	postBenchDocs(srv, key, 5000, 500)
 	body := []byte(query)
 	b.ReportAllocs()
 	b.ResetTimer()
