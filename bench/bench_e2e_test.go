@@ -62,7 +62,8 @@ var everyWorkload = slices.DeleteFunc(slices.Clone(Workloads), func(w string) bo
 
 // TestBenchEndToEnd runs `lethe bench` as users do: it spawns an in-memory
 // server and the ceiling, runs every workload but ttl-sustained (below)
-// against both, and writes JSON. Each must run without an error: a workload
+// against both (those that write nothing in turns with the ceiling), and
+// writes JSON. Each must run without an error: a workload
 // whose every request the server refuses measures nothing.
 func TestBenchEndToEnd(t *testing.T) {
 	if testing.Short() {
@@ -106,6 +107,22 @@ func TestBenchEndToEnd(t *testing.T) {
 		}
 		if r := w.Ratio; r == nil || r.OpsPerSec <= 0 || r.ServerCPUPerOp <= 0 {
 			t.Errorf("%s: ratio %+v, want ops/s and CPU ratios", w.Workload, r)
+		}
+		// A workload that writes runs on lethe and then on the ceiling; the
+		// others alternate with it, five slices of 60 operations each.
+		m, c := &w.Measurement, w.Ceiling
+		if c == nil {
+			continue
+		}
+		if workloads[w.Workload].write {
+			if m.Slices != 0 || c.Slices != 0 || c.Started.Before(m.Finished) {
+				t.Errorf("%s: slices %d and %d, lethe finished %v, ceiling started %v: want one piece each, in turn",
+					w.Workload, m.Slices, c.Slices, m.Finished, c.Started)
+			}
+		} else if m.Slices != 5 || c.Slices != 5 || m.Ops != 300 || c.Ops != 300 ||
+			!c.Started.Before(m.Finished) || !m.Started.Before(c.Finished) || m.Finished.Sub(m.Started).Seconds() <= m.Seconds {
+			t.Errorf("%s: slices %d and %d, %d and %d ops, lethe %v to %v (%.3fs measured), ceiling %v to %v: want 5 slices of 60 each, interleaved",
+				w.Workload, m.Slices, c.Slices, m.Ops, c.Ops, m.Started, m.Finished, m.Seconds, c.Started, c.Finished)
 		}
 	}
 	if !slices.Equal(names, everyWorkload) {

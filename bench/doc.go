@@ -72,7 +72,12 @@
 // It measures what the SDK, HTTP and JSON cost on this machine, the most any
 // server could do here, and the report gives each figure as a ratio to it.
 // Absolute figures drift on shared machines; ratios measured minutes apart
-// in the same run drift much less.
+// in the same run drift much less. A workload that writes nothing runs on
+// both in turns (Options.Slices, five slices each by default, alternating
+// which goes first), so that the drift within the run falls on both alike.
+// A workload that writes runs on the server first, in one piece, then on the
+// ceiling: its flushes and compactions would otherwise run during the
+// ceiling's slices and slow it down.
 //
 // # Rules
 //

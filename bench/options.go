@@ -19,6 +19,7 @@ const (
 	DefaultDuration    = 10 * time.Second
 	DefaultPartitions  = 100
 	DefaultWarmup      = time.Second
+	DefaultSlices      = 5
 	DefaultTTL         = 5 * time.Second
 	DefaultFsyncCount  = 200
 	// DefaultTimelineInterval is the row interval of ttl-sustained's
@@ -113,6 +114,14 @@ type Options struct {
 	// canned-response Ceiling server (spawned as `lethe bench
 	// --serve-ceiling`), and reports each figure as a ratio to it.
 	Ceiling bool
+	// Slices, with Ceiling, measures each workload that writes nothing on
+	// the server and on the ceiling in turns, this many slices each of
+	// Duration/Slices (or Ops/Slices operations), alternating which goes
+	// first, so that the machine's drift during the run falls on both
+	// alike. Workloads that write are measured in one piece on each, since
+	// their background work would run during the other's slices. The
+	// default is DefaultSlices; 1 measures every workload in one piece.
+	Slices int
 	// FsyncProbe, when set, is a directory in which to measure the latency
 	// of a synced 4 KB write (FsyncCount times, default 200) before the
 	// workloads, to compare durable writes with the fsync bound.
@@ -186,6 +195,9 @@ func (o *Options) EnsureDefaults() {
 	if o.Rounds == 0 {
 		o.Rounds = 1
 	}
+	if o.Slices == 0 {
+		o.Slices = DefaultSlices
+	}
 	if o.TimelineInterval == 0 {
 		o.TimelineInterval = DefaultTimelineInterval
 	}
@@ -238,6 +250,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Rounds < 0 {
 		errs = append(errs, errors.New("rounds must be positive"))
+	}
+	if o.Slices < 0 {
+		errs = append(errs, errors.New("slices must be positive"))
 	}
 	if o.TimelineInterval < 0 || o.TimelineInterval%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("timeline interval %v must be a positive whole number of seconds", o.TimelineInterval))

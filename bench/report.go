@@ -57,9 +57,11 @@ type Params struct {
 	TTLSec      float64  `json:"ttl_sec"`
 	// ContainerTTL is the defaultTtl of the containers of the workloads
 	// other than ttl and ttl-sustained; absent when time to live was off.
-	ContainerTTL  *int32 `json:"container_ttl,omitempty"`
-	Retries       int    `json:"retries"`
-	Ceiling       bool   `json:"ceiling"`
+	ContainerTTL *int32 `json:"container_ttl,omitempty"`
+	Retries      int    `json:"retries"`
+	Ceiling      bool   `json:"ceiling"`
+	// Slices is Options.Slices, with Ceiling.
+	Slices        int    `json:"slices,omitempty"`
 	FsyncProbeDir string `json:"fsync_probe_dir,omitempty"`
 	// TimelineIntervalSec is the row interval of ttl-sustained's text
 	// timeline, and DataDirSize the endpoint's data directory it measured.
@@ -102,9 +104,11 @@ type Result struct {
 
 // Measurement is what one workload measured on one server.
 type Measurement struct {
-	Target      string            `json:"target"`
-	Started     time.Time         `json:"started"`
-	Finished    time.Time         `json:"finished"`
+	Target   string    `json:"target"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Seconds is the time measured: with Slices, the sum of the slices',
+	// shorter than Finished less Started, which spans the other target's.
 	Seconds     float64           `json:"seconds"`
 	Ops         int64             `json:"ops"` // successful operations
 	OpsPerSec   float64           `json:"ops_per_sec"`
@@ -139,6 +143,9 @@ type Measurement struct {
 	// busy meanwhile (from /proc/stat): near 1, the cores were the limit.
 	MachineBusy float64 `json:"machine_busy"`
 	Interrupted bool    `json:"interrupted,omitempty"`
+	// Slices is how many turns the measurement took, when it alternated
+	// with the ceiling's (Options.Slices); absent when it was one piece.
+	Slices int `json:"slices,omitempty"`
 }
 
 // Latency percentiles of successful operations, microseconds.
@@ -249,6 +256,9 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "run:      %s, %d-byte documents, %s after %vs warmup, %s keys over %d documents in %d partitions, %s\n",
 		clients, p.DocSize, length, p.WarmupSec, p.Keys, p.Docs, p.Partitions, ttl)
+	if p.Ceiling && p.Slices > 1 {
+		fmt.Fprintf(w, "slices:   workloads that write nothing alternate with the ceiling, %d slices each; writes run in one piece, server first\n", p.Slices)
+	}
 	if f := r.Fsync; f != nil {
 		fmt.Fprintf(w, "fsync:    %s: %d KB write + fdatasync: median %.2f ms, p99 %.2f ms, max %.2f ms (%d writes)\n",
 			f.Dir, f.BlockBytes/1024, f.MedianUS/1000, f.P99US/1000, f.MaxUS/1000, f.Writes)

@@ -465,9 +465,23 @@ func sumSamples(ss []ProcSample) ProcSample {
 	return sum
 }
 
-// runWorkload runs wl against the server and then the ceiling.
+// runWorkload runs wl against the server and then the ceiling, or against
+// both in turns (measureInterleaved) when Options.Slices says so and wl
+// writes nothing.
 func (r *runner) runWorkload(ctx context.Context, wl workload) *Result {
 	res := &Result{Workload: wl.name}
+	if r.ceiling != nil && r.opts.Slices > 1 && !wl.write {
+		m, c, err := r.measureInterleaved(ctx, wl, r.opts.Slices)
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		res.Measurement, res.Ceiling = *m, c
+		if c.OpsPerSec > 0 && m.Ops > 0 {
+			res.Ratio = ratioOf(m, c)
+		}
+		return res
+	}
 	m, err := r.measure(ctx, r.server, wl, nil)
 	if err != nil {
 		res.Error = err.Error()
@@ -487,12 +501,18 @@ func (r *runner) runWorkload(ctx context.Context, wl workload) *Result {
 	}
 	res.Ceiling = c
 	if c.OpsPerSec > 0 && m.Ops > 0 {
-		res.Ratio = &Ratio{OpsPerSec: m.OpsPerSec / c.OpsPerSec}
-		if m.Server != nil && c.Server != nil && c.Server.CPUPerOp > 0 {
-			res.Ratio.ServerCPUPerOp = m.Server.CPUPerOp / c.Server.CPUPerOp
-		}
+		res.Ratio = ratioOf(m, c)
 	}
 	return res
+}
+
+// ratioOf compares measurement m with the ceiling's c.
+func ratioOf(m, c *Measurement) *Ratio {
+	r := &Ratio{OpsPerSec: m.OpsPerSec / c.OpsPerSec}
+	if m.Server != nil && c.Server != nil && c.Server.CPUPerOp > 0 {
+		r.ServerCPUPerOp = m.Server.CPUPerOp / c.Server.CPUPerOp
+	}
+	return r
 }
 
 // measure prepares wl's container on t (populating it if needed, through
@@ -500,6 +520,66 @@ func (r *runner) runWorkload(ctx context.Context, wl workload) *Result {
 // t's gateways. watch, if not nil, watches the measured phase
 // (phase.watch).
 func (r *runner) measure(ctx context.Context, t *target, wl workload, watch func(ops func() int64, done <-chan struct{})) (*Measurement, error) {
+	ops, err := r.prepare(ctx, t, wl)
+	if err != nil {
+		return nil, err
+	}
+	r.quiesce(ctx, t)
+	r.warmup(ctx, t, wl, ops)
+	if ctx.Err() != nil {
+		return nil, errors.New("interrupted before it was measured")
+	}
+	ph := r.phase(wl.name+" on "+t.label, t, r.opts.Duration, r.opts.Ops)
+	ph.watch = watch
+	var acc sliceSum
+	acc.add(r.slice(ctx, t, ops, ph))
+	return acc.measurement(t), nil
+}
+
+// measureInterleaved measures wl on the server and on the ceiling in turns:
+// n slices each, of Duration/n (or Ops/n operations), alternating which of
+// the two goes first, so that the machine's drift during the run (other
+// virtual machines on the same host, which no process here can see) falls
+// on both alike. Each target's figures are the sum of its slices. Only
+// workloads that write nothing are measured so: a write leaves work behind
+// (flushes, compactions) that would run during the other target's slice.
+func (r *runner) measureInterleaved(ctx context.Context, wl workload, n int) (server, ceiling *Measurement, err error) {
+	targets := [2]*target{r.server, r.ceiling}
+	var ops [2][]opFunc
+	for i, t := range targets {
+		if ops[i], err = r.prepare(ctx, t, wl); err != nil {
+			if i == 1 {
+				err = fmt.Errorf("ceiling: %w", err)
+			}
+			return nil, nil, err
+		}
+	}
+	r.quiesce(ctx, nil)
+	for i, t := range targets {
+		r.warmup(ctx, t, wl, ops[i])
+	}
+	if ctx.Err() != nil {
+		return nil, nil, errors.New("interrupted before it was measured")
+	}
+	d, count := r.opts.Duration/time.Duration(n), int64(0)
+	if r.opts.Ops > 0 {
+		count = max(r.opts.Ops/int64(n), 1)
+	}
+	var acc [2]sliceSum
+	for k := 0; k < n && ctx.Err() == nil; k++ {
+		for j := 0; j < 2 && ctx.Err() == nil; j++ {
+			i := (j + k) % 2
+			label := fmt.Sprintf("%s on %s, slice %d of %d", wl.name, targets[i].label, k+1, n)
+			acc[i].add(r.slice(ctx, targets[i], ops[i], r.phase(label, targets[i], d, count)))
+		}
+	}
+	return acc[0].measurement(targets[0]), acc[1].measurement(targets[1]), nil
+}
+
+// prepare returns wl's operations on t, one per gateway, after preparing its
+// container (and populating it, through t's first gateway, if wl needs
+// documents that t does not have yet).
+func (r *runner) prepare(ctx context.Context, t *target, wl workload) ([]opFunc, error) {
 	ccs, err := t.containers(ctx, wl.container, wl.defaultTTL(&r.opts))
 	if err != nil {
 		return nil, err
@@ -525,34 +605,122 @@ func (r *runner) measure(ctx context.Context, t *target, wl workload, watch func
 			r.problem("populate: %d of %d documents failed, e.g. %s", pr.errCount, r.opts.Docs, firstValue(pr.errText))
 		}
 	}
-	r.quiesce(ctx, t)
+	return ops, nil
+}
+
+// warmup runs wl's ops on t for Options.Warmup, uncounted.
+func (r *runner) warmup(ctx context.Context, t *target, wl workload, ops []opFunc) {
 	if r.opts.Warmup > 0 && ctx.Err() == nil {
 		r.runPhase(ctx, ops, r.phase(wl.name+" warmup on "+t.label, t, r.opts.Warmup, 0))
 	}
-	if ctx.Err() != nil {
-		return nil, errors.New("interrupted before it was measured")
-	}
+}
+
+// sliceResult is one measured phase on a target, with the CPU time that
+// the client, the target's processes, the run's other target and the whole
+// machine used meanwhile; each ok says whether its figure could be read.
+type sliceResult struct {
+	pr              *phaseResult
+	client          time.Duration
+	befores, afters []ProcSample // t's gateways, t's first
+	okServer        bool
+	other           time.Duration // the run's other target
+	okOther         bool
+	busy            time.Duration // the machine, from /proc/stat
+	okBusy          bool
+}
+
+// slice runs phase ph of ops on t and samples the CPU around it.
+func (r *runner) slice(ctx context.Context, t *target, ops []opFunc, ph phase) sliceResult {
 	other := r.other(t)
 	otherBefore, okOther := other.sample()
 	befores, okBefore := t.samples()
 	busy0, okBusy := machineBusy()
 	cpu0 := selfCPU()
-	ph := r.phase(wl.name+" on "+t.label, t, r.opts.Duration, r.opts.Ops)
-	ph.watch = watch
 	pr := r.runPhase(ctx, ops, ph)
 	cpu1 := selfCPU()
 	busy1, okBusy1 := machineBusy()
 	afters, okAfter := t.samples()
 	otherAfter, okOtherAfter := other.sample()
-	before, after := sumSamples(befores), sumSamples(afters)
+	return sliceResult{
+		pr: pr, client: cpu1 - cpu0,
+		befores: befores, afters: afters, okServer: okBefore && okAfter && len(befores) == len(afters),
+		other: otherAfter.CPU - otherBefore.CPU, okOther: okOther && okOtherAfter,
+		busy: busy1 - busy0, okBusy: okBusy && okBusy1,
+	}
+}
 
+// sliceSum sums the slices of one target's measurement.
+type sliceSum struct {
+	n          int
+	pr         phaseResult // the slices' sum; elapsed is their measured time
+	finished   time.Time   // when the last slice ended
+	client     time.Duration
+	gatewayCPU []time.Duration // each gateway's CPU time, t's first
+	last       []ProcSample    // the gateways after the last slice
+	okServer   bool
+	other      time.Duration
+	okOther    bool
+	busy       time.Duration
+	okBusy     bool
+}
+
+func (a *sliceSum) add(s sliceResult) {
+	p := s.pr
+	if a.n == 0 {
+		a.pr = phaseResult{started: p.started, errs: map[string]int64{}, errText: map[string]string{}, byOp: make([]opTotals, len(p.byOp))}
+		a.okServer, a.okOther, a.okBusy = true, true, true
+		a.gatewayCPU = make([]time.Duration, len(s.befores))
+	}
+	a.n++
+	a.finished = p.started.Add(p.elapsed)
+	a.pr.elapsed += p.elapsed
+	a.pr.hist.Merge(&p.hist)
+	a.pr.ops += p.ops
+	a.pr.rows += p.rows
+	a.pr.ru += p.ru
+	a.pr.errCount += p.errCount
+	for k, n := range p.errs {
+		if a.pr.errs[k] == 0 {
+			a.pr.errText[k] = p.errText[k]
+		}
+		a.pr.errs[k] += n
+	}
+	a.pr.peakRSS = max(a.pr.peakRSS, p.peakRSS)
+	a.pr.interrupted = a.pr.interrupted || p.interrupted
+	for i, by := range p.byOp {
+		if i < len(a.pr.byOp) {
+			a.pr.byOp[i].workers = by.workers
+			a.pr.byOp[i].ops += by.ops
+			a.pr.byOp[i].errs += by.errs
+		}
+	}
+	a.client += s.client
+	a.okServer = a.okServer && s.okServer && len(s.befores) == len(a.gatewayCPU)
+	if a.okServer {
+		for i := range a.gatewayCPU {
+			a.gatewayCPU[i] += s.afters[i].CPU - s.befores[i].CPU
+		}
+		a.last = s.afters
+	}
+	a.other += s.other
+	a.okOther = a.okOther && s.okOther
+	a.busy += s.busy
+	a.okBusy = a.okBusy && s.okBusy
+}
+
+// measurement returns the sum of the slices as t's measurement.
+func (a *sliceSum) measurement(t *target) *Measurement {
+	pr := &a.pr
 	m := &Measurement{
-		Target: t.label, Started: pr.started, Finished: pr.started.Add(pr.elapsed), Seconds: pr.elapsed.Seconds(),
+		Target: t.label, Started: pr.started, Finished: a.finished, Seconds: pr.elapsed.Seconds(),
 		Ops: pr.ops, RU: pr.ru, Errors: pr.errCount, Interrupted: pr.interrupted,
 		Latency: Latency{
 			P50: micros(pr.hist.Percentile(0.50)), P99: micros(pr.hist.Percentile(0.99)), P999: micros(pr.hist.Percentile(0.999)),
 			Mean: micros(pr.hist.Mean()), Max: micros(pr.hist.Max()),
 		},
+	}
+	if a.n > 1 {
+		m.Slices = a.n
 	}
 	if pr.errCount > 0 {
 		m.ByStatus, m.ErrorSample = pr.errs, pr.errText
@@ -562,23 +730,27 @@ func (r *runner) measure(ctx context.Context, t *target, wl workload, watch func
 	}
 	if pr.ops > 0 {
 		m.RowsPerOp = float64(pr.rows) / float64(pr.ops)
-		m.ClientCPUPerOp = micros(cpu1-cpu0) / float64(pr.ops)
+		m.ClientCPUPerOp = micros(a.client) / float64(pr.ops)
 	}
-	if okOther && okOtherAfter {
-		m.IdleServerCPU = (otherAfter.CPU - otherBefore.CPU).Seconds()
+	var cpu time.Duration
+	for _, c := range a.gatewayCPU {
+		cpu += c
 	}
-	if okBusy && okBusy1 {
-		ours := (cpu1 - cpu0).Seconds() + m.IdleServerCPU
-		if okBefore && okAfter {
-			ours += (after.CPU - before.CPU).Seconds()
+	if a.okOther {
+		m.IdleServerCPU = a.other.Seconds()
+	}
+	if a.okBusy {
+		ours := a.client.Seconds() + m.IdleServerCPU
+		if a.okServer {
+			ours += cpu.Seconds()
 		}
-		m.OtherCPU = max((busy1-busy0).Seconds()-ours, 0)
+		m.OtherCPU = max(a.busy.Seconds()-ours, 0)
 		if secs := pr.elapsed.Seconds(); secs > 0 {
-			m.MachineBusy = (busy1 - busy0).Seconds() / (secs * float64(runtime.NumCPU()))
+			m.MachineBusy = a.busy.Seconds() / (secs * float64(runtime.NumCPU()))
 		}
 	}
-	if okBefore && okAfter {
-		cpu := after.CPU - before.CPU
+	if a.okServer {
+		after := sumSamples(a.last)
 		m.Server = &ServerStats{
 			PID: t.info.PID, RSSBytes: after.RSS, RSSPeakBytes: max(pr.peakRSS, after.RSS), HWMBytes: after.HWM,
 			CPUSeconds: cpu.Seconds(),
@@ -588,19 +760,19 @@ func (r *runner) measure(ctx context.Context, t *target, wl workload, watch func
 		}
 	}
 	if len(t.peers) > 0 {
-		m.Gateways = gatewayStats(t, pr, befores, afters)
+		m.Gateways = gatewayStats(t, pr, a)
 		if m.Server != nil {
 			for _, g := range t.all() {
 				m.Server.PIDs = append(m.Server.PIDs, g.info.PID)
 			}
 		}
 	}
-	return m, nil
+	return m
 }
 
-// gatewayStats returns each of t's gateways' share of a phase, with its
-// process's figures when both samples have them.
-func gatewayStats(t *target, pr *phaseResult, befores, afters []ProcSample) []GatewayStats {
+// gatewayStats returns each of t's gateways' share of a measurement, with
+// its process's figures when every slice could read them.
+func gatewayStats(t *target, pr *phaseResult, a *sliceSum) []GatewayStats {
 	var gs []GatewayStats
 	for i, g := range t.all() {
 		s := GatewayStats{Name: g.info.Name, Endpoint: g.info.Endpoint, PID: g.info.PID}
@@ -611,9 +783,9 @@ func gatewayStats(t *target, pr *phaseResult, befores, afters []ProcSample) []Ga
 				s.OpsPerSec = float64(by.ops) / secs
 			}
 		}
-		if i < len(befores) && i < len(afters) {
-			cpu := afters[i].CPU - befores[i].CPU
-			s.RSSBytes, s.CPUSeconds = afters[i].RSS, cpu.Seconds()
+		if a.okServer && i < len(a.gatewayCPU) && i < len(a.last) {
+			cpu := a.gatewayCPU[i]
+			s.RSSBytes, s.CPUSeconds = a.last[i].RSS, cpu.Seconds()
 			if s.Ops > 0 {
 				s.CPUPerOp = micros(cpu) / float64(s.Ops)
 			}
@@ -637,6 +809,9 @@ func paramsOf(o *Options) Params {
 	}
 	if o.Ops <= 0 {
 		p.DurationSec = o.Duration.Seconds()
+	}
+	if o.Ceiling {
+		p.Slices = o.Slices
 	}
 	if o.Spawn {
 		p.Endpoint = ""

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -241,5 +242,78 @@ func TestRunContainerTTL(t *testing.T) {
 				t.Errorf("container ttl %v: %s created with defaultTtl %v, want %v", containerTTL, name, got, ttl)
 			}
 		}
+	}
+}
+
+// TestSliceSum checks how a target's slices add up to its measurement:
+// counts and times summed, latencies merged, errors kept with a sample each,
+// the server's CPU summed per gateway and its memory taken after the last.
+func TestSliceSum(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	slice := func(start time.Duration, ops int64, lat time.Duration, errClass string, rss int64, cpu [2]time.Duration) sliceResult {
+		pr := &phaseResult{
+			started: t0.Add(start), elapsed: 2 * time.Second, ops: ops, rows: 10 * ops, ru: float64(ops),
+			errs: map[string]int64{}, errText: map[string]string{}, peakRSS: rss + 5,
+			byOp: []opTotals{{workers: 2, ops: ops / 2}, {workers: 1, ops: ops - ops/2}},
+		}
+		for range ops {
+			pr.hist.Record(lat)
+		}
+		if errClass != "" {
+			pr.errs[errClass], pr.errText[errClass], pr.errCount = 1, "sample "+errClass, 1
+			pr.byOp[0].errs = 1
+		}
+		return sliceResult{
+			pr: pr, client: time.Duration(ops) * 50 * time.Microsecond,
+			befores:  []ProcSample{{CPU: time.Second}, {CPU: time.Second}},
+			afters:   []ProcSample{{CPU: time.Second + cpu[0], RSS: rss}, {CPU: time.Second + cpu[1], RSS: 2 * rss}},
+			okServer: true, other: time.Second, okOther: true, busy: 3 * time.Second, okBusy: true,
+		}
+	}
+	var a sliceSum
+	a.add(slice(0, 100, time.Millisecond, "429", 100, [2]time.Duration{time.Second, 2 * time.Second}))
+	a.add(slice(4*time.Second, 300, 3*time.Millisecond, "429", 200, [2]time.Duration{time.Second, time.Second}))
+	tg := &target{label: "lethe", info: ServerInfo{Name: "lethe", PID: 7}, peers: []*target{{info: ServerInfo{Name: "gw2", PID: 8}}}}
+	m := a.measurement(tg)
+
+	if m.Slices != 2 || m.Ops != 400 || m.Seconds != 4 || !m.Started.Equal(t0) || !m.Finished.Equal(t0.Add(6*time.Second)) {
+		t.Errorf("slices %d, ops %d, seconds %v, started %v, finished %v: want 2, 400, 4, %v, %v", m.Slices, m.Ops, m.Seconds, m.Started, m.Finished, t0, t0.Add(6*time.Second))
+	}
+	if m.OpsPerSec != 100 || m.RowsPerOp != 10 || m.RU != 400 || m.Errors != 2 || m.ByStatus["429"] != 2 || m.ErrorSample["429"] != "sample 429" {
+		t.Errorf("ops/s %v, rows/op %v, RU %v, errors %d %v %v", m.OpsPerSec, m.RowsPerOp, m.RU, m.Errors, m.ByStatus, m.ErrorSample)
+	}
+	// A quarter of the operations took 1 ms, the rest 3 ms.
+	if m.Latency.P50 < 2900 || m.Latency.P50 > 3100 || m.Latency.Max < 2900 || m.Latency.Mean < 2400 || m.Latency.Mean > 2600 {
+		t.Errorf("latency %+v: want p50 and max about 3000 us, mean about 2500", m.Latency)
+	}
+	if m.ClientCPUPerOp != 50 || m.IdleServerCPU != 2 {
+		t.Errorf("client CPU %v us/op, the other server %v s: want 50 and 2", m.ClientCPUPerOp, m.IdleServerCPU)
+	}
+	s := m.Server
+	if s == nil || s.CPUSeconds != 5 || s.CPUPerOp != 12500 || s.RSSBytes != 600 || s.RSSPeakBytes != 600 {
+		t.Fatalf("server %+v: want 5 s of CPU, 12500 us/op, RSS 600 after the last slice", s)
+	}
+	// 6 s busy, of which the client 0.02 s, the other server 2 s and ours 5 s: clamped at zero.
+	if m.OtherCPU != 0 || m.MachineBusy != 6.0/(4*float64(runtime.NumCPU())) {
+		t.Errorf("other CPU %v, machine busy %v", m.OtherCPU, m.MachineBusy)
+	}
+	if len(m.Gateways) != 2 || m.Gateways[0].Ops != 200 || m.Gateways[0].Errors != 2 || m.Gateways[0].Workers != 2 ||
+		m.Gateways[0].CPUSeconds != 2 || m.Gateways[1].CPUSeconds != 3 || m.Gateways[1].RSSBytes != 400 {
+		t.Errorf("gateways %+v", m.Gateways)
+	}
+
+	// A slice whose server could not be read leaves the server's figures out.
+	bad := slice(8*time.Second, 10, time.Millisecond, "", 1, [2]time.Duration{})
+	bad.okServer = false
+	a.add(bad)
+	if m := a.measurement(tg); m.Server != nil || m.Ops != 410 {
+		t.Errorf("after an unreadable slice: server %+v, %d ops", m.Server, m.Ops)
+	}
+
+	// One slice is a measurement in one piece: no Slices.
+	var one sliceSum
+	one.add(slice(0, 10, time.Millisecond, "", 1, [2]time.Duration{}))
+	if m := one.measurement(&target{label: "ceiling"}); m.Slices != 0 || m.Ops != 10 {
+		t.Errorf("one slice: slices %d, ops %d", m.Slices, m.Ops)
 	}
 }

@@ -94,6 +94,7 @@ Flags:
 	fs.DurationVar(&o.TTL, "ttl", bench.DefaultTTL, "time to live of the ttl and ttl-sustained workloads' documents (whole seconds)")
 	fs.StringVar(&containerTTL, "container-ttl", "", `defaultTtl of the other workloads' containers: "" (time to live off), -1 (on, no default) or a whole number of seconds such as 3600 or 1h (each document expires that long after its last write)`)
 	fs.DurationVar(&o.TimelineInterval, "timeline-interval", bench.DefaultTimelineInterval, "time each row of ttl-sustained's timeline covers (whole seconds; the JSON has every second)")
+	fs.IntVar(&o.Slices, "slices", bench.DefaultSlices, "with --ceiling, measure each workload that writes nothing in this many slices on the server and on the ceiling in turns, so that the machine's drift falls on both alike (1: one piece each, server first)")
 	fs.IntVar(&o.Rounds, "rounds", 1, "with --spawn, how many pairs of ttl-sustained runs (purge off and on, alternating which goes first); the comparison is the median of their ratios")
 	fs.StringVar(&o.DataDirSize, "data-dir-size", "", "data directory of the server at --endpoint, whose size ttl-sustained samples (spawned servers' are measured anyway)")
 	fs.IntVar(&o.Retries, "retries", 0, "SDK retries of a failed request (0: every failure is counted)")
