@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -25,14 +26,7 @@ func BenchmarkHandlerReadBudgeted(b *testing.B) {
 		req := signedRequest("POST", "/dbs/db/colls/budgeted/docs", key, benchDoc(fmt.Sprint(i), "p"), map[string]string{"x-ms-documentdb-partitionkey": `["p"]`})
 		srv.ServeHTTP(httptest.NewRecorder(), req)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		req := signedRequest("GET", fmt.Sprintf("/dbs/db/colls/budgeted/docs/%d", i%1000), key, nil, map[string]string{"x-ms-documentdb-partitionkey": `["p"]`})
-		w := httptest.NewRecorder()
-		srv.ServeHTTP(w, req)
-		if w.Code != 200 {
-			b.Fatalf("read: %d %s", w.Code, w.Body)
-		}
-	}
+	benchServe(b, srv, func(i int) *http.Request {
+		return signedRequest("GET", fmt.Sprintf("/dbs/db/colls/budgeted/docs/%d", i%1000), key, nil, map[string]string{"x-ms-documentdb-partitionkey": `["p"]`})
+	}, wantStatus(b, "read", http.StatusOK))
 }
