@@ -209,4 +209,8 @@ func errorClass(err error) string {
 	return "transport"
 }
 
-func mb(b int64) float64 { return float64(b) / (1 << 20) }
+// bytesPerMB is the megabyte of every report of the benchmark: 10^6 bytes.
+const bytesPerMB = 1e6
+
+// mb converts bytes to megabytes (bytesPerMB).
+func mb(b int64) float64 { return float64(b) / bytesPerMB }

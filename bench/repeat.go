@@ -163,7 +163,7 @@ func (rep *Repeated) WriteText(w io.Writer) {
 	for _, m := range rep.Medians {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", m.Workload,
 			m.Ratio.format("%.2f", 1), m.OpsPerSec.format("%.0f", 1), m.ServerCPUPerOp.format("%.0f", 1),
-			m.CeilingCPUPerOp.format("%.0f", 1), m.RSSBytes.format("%.0f", 1e6))
+			m.CeilingCPUPerOp.format("%.0f", 1), m.RSSBytes.format("%.0f", bytesPerMB))
 	}
 	tw.Flush()
 }

@@ -57,7 +57,9 @@ func TestSummarizeKeepsCompleteWorkloads(t *testing.T) {
 	}
 	var text strings.Builder
 	rep.WriteText(&text)
-	for _, want := range []string{"== run 4 of 4", "== median of 3 runs", "(1 interrupted run left out)", "0.70 [0.60 0.80 0.70]", "80 [80 70 90]", "200 [200 190 210]"} {
+	// Each run's table and the medians print RSS in the same megabytes:
+	// 200e6 bytes are 200.0 MB in the first run's row and 200 in the medians.
+	for _, want := range []string{"== run 4 of 4", "== median of 3 runs", "(1 interrupted run left out)", "0.70 [0.60 0.80 0.70]", "80 [80 70 90]", "200 [200 190 210]", " 200.0 "} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("no %q in\n%s", want, text.String())
 		}

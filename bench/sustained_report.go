@@ -104,15 +104,15 @@ func (s *SustainedResult) writeSummary(w io.Writer, workload string) {
 		{"p99 latency ms", func(r *SustainedRun) string { return fmt.Sprintf("%.3f", r.Measurement.Latency.P99/1000) }, ""},
 		{"errors", func(r *SustainedRun) string { return fmt.Sprintf("%d", r.Measurement.Errors) }, ""},
 		{"pending docs at the end", func(r *SustainedRun) string { return num(r.Summary.PendingDocsEnd, "%.0f", 1) }, ""},
-		{"pending MB at the end", func(r *SustainedRun) string { return num(r.Summary.PendingBytesEnd, "%.1f", 1.0/(1<<20)) }, ""},
+		{"pending MB at the end", func(r *SustainedRun) string { return num(r.Summary.PendingBytesEnd, "%.1f", 1/bytesPerMB) }, ""},
 		{"oldest pending s, max over 2nd half", func(r *SustainedRun) string { return num(r.Summary.OldestAgeSteadyMaxSec, "%.0f", 1) }, ""},
 		{"data dir MB at the end (du)", func(r *SustainedRun) string { return num(mbOf(r.Summary.DataDirBytesEnd), "%.1f", 1) }, ""},
 		{"data dir growth MB/s, 2nd half (du)", func(r *SustainedRun) string {
-			return num(r.Summary.DataDirGrowthBytesPerSec, "%.2f", 1.0/(1<<20))
+			return num(r.Summary.DataDirGrowthBytesPerSec, "%.2f", 1/bytesPerMB)
 		}, ""},
 		{"data dir files MB at the end", func(r *SustainedRun) string { return num(mbOf(r.Summary.DataDirFileBytesEnd), "%.1f", 1) }, ""},
 		{"data dir files growth MB/s, 2nd half", func(r *SustainedRun) string {
-			return num(r.Summary.DataDirFileGrowthBytesPerSec, "%.2f", 1.0/(1<<20))
+			return num(r.Summary.DataDirFileGrowthBytesPerSec, "%.2f", 1/bytesPerMB)
 		}, ""},
 		{"purged docs/s", func(r *SustainedRun) string { return num(r.Summary.PurgedPerSec, "%.0f", 1) }, ""},
 		{"purge batches deferred", func(r *SustainedRun) string { return num(r.Summary.DeferredBatches, "%.0f", 1) }, ""},
