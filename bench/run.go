@@ -477,7 +477,7 @@ func (r *runner) runWorkload(ctx context.Context, wl workload) *Result {
 			return res
 		}
 		res.Measurement, res.Ceiling = *m, c
-		if c.OpsPerSec > 0 && m.Ops > 0 {
+		if c != nil && c.OpsPerSec > 0 && m.Ops > 0 {
 			res.Ratio = ratioOf(m, c)
 		}
 		return res
@@ -573,7 +573,11 @@ func (r *runner) measureInterleaved(ctx context.Context, wl workload, n int) (se
 			acc[i].add(r.slice(ctx, targets[i], ops[i], r.phase(label, targets[i], d, count)))
 		}
 	}
-	return acc[0].measurement(targets[0]), acc[1].measurement(targets[1]), nil
+	server = acc[0].measurement(targets[0])
+	if acc[1].n > 0 { // none when interrupted during the server's first slice
+		ceiling = acc[1].measurement(targets[1])
+	}
+	return server, ceiling, nil
 }
 
 // prepare returns wl's operations on t, one per gateway, after preparing its
