@@ -470,49 +470,42 @@ func sumSamples(ss []ProcSample) ProcSample {
 // writes nothing.
 func (r *runner) runWorkload(ctx context.Context, wl workload) *Result {
 	res := &Result{Workload: wl.name}
+	var m, c *Measurement
+	var err error
 	if r.ceiling != nil && r.opts.Slices > 1 && !wl.write {
-		m, c, err := r.measureInterleaved(ctx, wl, r.opts.Slices)
-		if err != nil {
-			res.Error = err.Error()
-			return res
-		}
-		res.Measurement, res.Ceiling = *m, c
-		if c != nil && c.OpsPerSec > 0 && m.Ops > 0 {
-			res.Ratio = ratioOf(m, c)
-		}
-		return res
+		m, c, err = r.measureInterleaved(ctx, wl, r.opts.Slices)
+	} else {
+		m, c, err = r.measureOneAfterOther(ctx, wl)
 	}
-	m, err := r.measure(ctx, r.server, wl, nil)
 	if err != nil {
 		res.Error = err.Error()
+	}
+	if m == nil {
 		return res
 	}
-	res.Measurement = *m
+	res.Measurement, res.Ceiling = *m, c
 	if wl.write && r.rep.Fsync != nil {
 		res.FsyncBound = newFsyncBound(r.rep.Fsync, r.opts.Concurrency, m.OpsPerSec)
 	}
-	if r.ceiling == nil || ctx.Err() != nil {
-		return res
-	}
-	c, err := r.measure(ctx, r.ceiling, wl, nil)
-	if err != nil {
-		res.Error = "ceiling: " + err.Error()
-		return res
-	}
-	res.Ceiling = c
-	if c.OpsPerSec > 0 && m.Ops > 0 {
-		res.Ratio = ratioOf(m, c)
+	if c != nil && c.OpsPerSec > 0 && m.Ops > 0 {
+		res.Ratio = &Ratio{OpsPerSec: m.OpsPerSec / c.OpsPerSec}
+		if m.Server != nil && c.Server != nil && c.Server.CPUPerOp > 0 {
+			res.Ratio.ServerCPUPerOp = m.Server.CPUPerOp / c.Server.CPUPerOp
+		}
 	}
 	return res
 }
 
-// ratioOf compares measurement m with the ceiling's c.
-func ratioOf(m, c *Measurement) *Ratio {
-	r := &Ratio{OpsPerSec: m.OpsPerSec / c.OpsPerSec}
-	if m.Server != nil && c.Server != nil && c.Server.CPUPerOp > 0 {
-		r.ServerCPUPerOp = m.Server.CPUPerOp / c.Server.CPUPerOp
+// measureOneAfterOther measures wl on the server in one piece, then, when
+// the run has one and was not interrupted, on the ceiling.
+func (r *runner) measureOneAfterOther(ctx context.Context, wl workload) (server, ceiling *Measurement, err error) {
+	if server, err = r.measure(ctx, r.server, wl, nil); err != nil || r.ceiling == nil || ctx.Err() != nil {
+		return server, nil, err
 	}
-	return r
+	if ceiling, err = r.measure(ctx, r.ceiling, wl, nil); err != nil {
+		err = fmt.Errorf("ceiling: %w", err)
+	}
+	return server, ceiling, err
 }
 
 // measure prepares wl's container on t (populating it if needed, through

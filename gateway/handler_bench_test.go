@@ -53,16 +53,16 @@ func benchDoc(id, pk string) []byte {
 	return []byte(fmt.Sprintf(`{"id":%q,"pk":%q,"name":"user %s","n":42,"tags":["a","b","c"],"pad":%q}`, id, pk, id, strings.Repeat("x", 900)))
 }
 
-// postBenchDocs creates n documents with ids 0..n-1 through srv: in
-// partition "p" when partitions is 1, else document i in partition
-// "p<i mod partitions>".
-func postBenchDocs(srv *Server, key []byte, n, partitions int) {
+// postBenchDocs creates n documents with ids 0..n-1 in container coll of
+// database "db" through srv: in partition "p" when partitions is 1, else
+// document i in partition "p<i mod partitions>".
+func postBenchDocs(srv *Server, key []byte, coll string, n, partitions int) {
 	for i := range n {
 		pk := "p"
 		if partitions > 1 {
 			pk = fmt.Sprintf("p%d", i%partitions)
 		}
-		req := signedRequest("POST", "/dbs/db/colls/c/docs", key, benchDoc(fmt.Sprint(i), pk), map[string]string{"x-ms-documentdb-partitionkey": `["` + pk + `"]`})
+		req := signedRequest("POST", "/dbs/db/colls/"+coll+"/docs", key, benchDoc(fmt.Sprint(i), pk), map[string]string{"x-ms-documentdb-partitionkey": `["` + pk + `"]`})
 		srv.ServeHTTP(httptest.NewRecorder(), req)
 	}
 }
@@ -148,7 +148,7 @@ func wantStatus(b *testing.B, op string, code int) func(w *benchWriter) {
 
 func BenchmarkHandlerRead(b *testing.B) {
 	srv, key := benchServer(b)
-	postBenchDocs(srv, key, 1000, 1)
+	postBenchDocs(srv, key, "c", 1000, 1)
 	benchServe(b, srv, func(i int) *http.Request {
 		return signedRequest("GET", fmt.Sprintf("/dbs/db/colls/c/docs/%d", i%1000), key, nil, map[string]string{"x-ms-documentdb-partitionkey": `["p"]`})
 	}, wantStatus(b, "read", http.StatusOK))
@@ -172,7 +172,7 @@ func BenchmarkHandlerUpsert(b *testing.B) { benchWriteExisting(b, "POST") }
 // method PUT replaces each at its own path, POST upserts it.
 func benchWriteExisting(b *testing.B, method string) {
 	srv, key := benchServer(b)
-	postBenchDocs(srv, key, 1000, 1)
+	postBenchDocs(srv, key, "c", 1000, 1)
 	hdr := map[string]string{"x-ms-documentdb-partitionkey": `["p"]`, "Prefer": "return=minimal"}
 	if method == "POST" {
 		hdr["x-ms-documentdb-is-upsert"] = "true"
@@ -205,7 +205,7 @@ func BenchmarkHandlerListPK(b *testing.B) {
 // and checks that every page holds all ten.
 func benchQueryPage(b *testing.B, query string) {
 	srv, key := benchServer(b)
-	postBenchDocs(srv, key, 5000, 500)
+	postBenchDocs(srv, key, "c", 5000, 500)
 	body := []byte(query)
 	status := wantStatus(b, "query", http.StatusOK)
 	benchServe(b, srv, func(int) *http.Request {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/lethe-db/lethe/engine"
@@ -22,10 +21,7 @@ func BenchmarkHandlerReadBudgeted(b *testing.B) {
 	if _, err := srv.opts.Engine.CreateContainerWithThroughput(context.Background(), "db", []byte(`{"id":"budgeted","partitionKey":{"paths":["/pk"]}}`), tp); err != nil {
 		b.Fatal(err)
 	}
-	for i := range 1000 {
-		req := signedRequest("POST", "/dbs/db/colls/budgeted/docs", key, benchDoc(fmt.Sprint(i), "p"), map[string]string{"x-ms-documentdb-partitionkey": `["p"]`})
-		srv.ServeHTTP(httptest.NewRecorder(), req)
-	}
+	postBenchDocs(srv, key, "budgeted", 1000, 1)
 	benchServe(b, srv, func(i int) *http.Request {
 		return signedRequest("GET", fmt.Sprintf("/dbs/db/colls/budgeted/docs/%d", i%1000), key, nil, map[string]string{"x-ms-documentdb-partitionkey": `["p"]`})
 	}, wantStatus(b, "read", http.StatusOK))
