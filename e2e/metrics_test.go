@@ -210,6 +210,19 @@ func TestMetrics(t *testing.T) {
 	if c := f["lethe_store_write_stalls_total"]; len(c.GetMetric()) != 2 {
 		t.Errorf("lethe_store_write_stalls_total: %v, want a counter for each reason", c)
 	}
+	// The in-memory server's lookup cache: the first read of "a" missed and
+	// kept it, the query's lookup of it hit; the missing item missed.
+	lookups := map[string]float64{}
+	for _, m := range f["lethe_store_lookup_cache_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "result" {
+				lookups[l.GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if lookups["hit"] < 1 || lookups["miss"] < 2 {
+		t.Errorf("lethe_store_lookup_cache_total: %v, want a hit and two misses at least", lookups)
+	}
 }
 
 // servedTotals sums lethe_requests_total and lethe_request_charge_total over

@@ -51,7 +51,9 @@ type testEngine struct {
 
 func newTestEngine(t *testing.T) *testEngine {
 	t.Helper()
-	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
+	// With a lookup cache, as `lethe serve --in-memory` runs, and a small one,
+	// so that entries are evicted too; newMemStore's stores have none.
+	store, err := pebblekv.Open(pebblekv.Options{InMemory: true, LookupCacheSize: 1 << 20, LookupCacheable: IsDocumentKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,6 +69,12 @@ func appendCollKey(b []byte, pfx byte, coll [8]byte) []byte {
 	return append(append(b, pfx), coll[:]...)
 }
 
+// IsDocumentKey reports whether key is a document's primary key: what a
+// store's lookup cache should keep. Documents are read by key (reads, query
+// pages, replaces) far more often than they change; the engine's other keys
+// are scanned, or change with every write (counters, tallies).
+func IsDocumentKey(key []byte) bool { return len(key) > 0 && key[0] == pfxDoc }
+
 // docKey returns the primary key of a document from its primary suffix.
 func docKey(coll [8]byte, suffix []byte) []byte {
 	return append(collKey(pfxDoc, coll), suffix...)

@@ -36,6 +36,10 @@ type Storage struct {
 	// deep) caught up; StallSeconds is how long writes were stopped in all.
 	StallsMemTables, StallsLevel0 int64
 	StallSeconds                  float64
+	// LookupHits and LookupMisses count the point lookups of cacheable keys
+	// the store's lookup cache answered and those it passed to the store;
+	// both 0 without a cache (--lookup-cache).
+	LookupHits, LookupMisses int64
 }
 
 // storageCollector exports a Storage read once per scrape.
@@ -44,6 +48,7 @@ type storageCollector struct {
 
 	free, size, reserve, ballast, quota, used, refusing, waiting *prometheus.Desc
 	refused, noSpace, slow, readErrs, bgErrs, stalls, stallTime  *prometheus.Desc
+	lookups                                                      *prometheus.Desc
 }
 
 func newStorageCollector(read func() Storage) *storageCollector {
@@ -67,12 +72,13 @@ func newStorageCollector(read func() Storage) *storageCollector {
 		bgErrs:    d("lethe_store_background_errors_total", "Flushes and compactions that failed (the store retries them)."),
 		stalls:    d("lethe_store_write_stalls_total", "Times the store stopped writes until its background work caught up, by reason: memtables (flushes behind) or level0 (compactions behind).", "reason"),
 		stallTime: d("lethe_store_write_stall_seconds_total", "Time writes were stopped behind the store's flushes and compactions."),
+		lookups:   d("lethe_store_lookup_cache_total", "Lookups of documents by key, by result: hit (answered from the lookup cache, --lookup-cache) or miss (read from the store).", "result"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.free, c.size, c.reserve, c.ballast, c.quota, c.used, c.refusing, c.waiting, c.refused, c.noSpace, c.slow, c.readErrs, c.bgErrs, c.stalls, c.stallTime} {
+	for _, d := range []*prometheus.Desc{c.free, c.size, c.reserve, c.ballast, c.quota, c.used, c.refusing, c.waiting, c.refused, c.noSpace, c.slow, c.readErrs, c.bgErrs, c.stalls, c.stallTime, c.lookups} {
 		ch <- d
 	}
 }
@@ -116,4 +122,6 @@ func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.stalls, s.StallsMemTables, "memtables")
 	counter(c.stalls, s.StallsLevel0, "level0")
 	ch <- prometheus.MustNewConstMetric(c.stallTime, prometheus.CounterValue, s.StallSeconds)
+	counter(c.lookups, s.LookupHits, "hit")
+	counter(c.lookups, s.LookupMisses, "miss")
 }

@@ -98,6 +98,7 @@ func TestMisuse(t *testing.T) {
 		{[]string{"serve", "--purge-target-age", "500ms", "--purge-max-share", "2"}, []string{`lethe serve: --purge-target-age "500ms" is not a duration over 1s`, `--purge-max-share "2" is not a share of a core between 0.06 and 1`, "Run 'lethe serve -h' for usage."}},
 		{[]string{"serve", "--max-storage", "10XB", "--disk-reserve", "lots", "--slow-disk-threshold", "0s", "--shutdown-timeout", "-1s"}, []string{`lethe serve: --max-storage: "10XB" is not a size in bytes`, `--disk-reserve: "lots" is not a size in bytes (like 512MiB or 10GB), auto or off`, `--slow-disk-threshold "0s" is not a positive duration`, `--shutdown-timeout "-1s" is not a positive duration`, "Run 'lethe serve -h' for usage."}},
 		{[]string{"serve", "--cache-size", "0"}, []string{`lethe serve: --cache-size "0" is not a positive size in bytes (like 64MiB) or auto`, "Run 'lethe serve -h' for usage."}},
+		{[]string{"serve", "--lookup-cache", "lots"}, []string{`lethe serve: --lookup-cache "lots" is not a size in bytes (like 32MiB), auto or off`, "Run 'lethe serve -h' for usage."}},
 		{[]string{"bench", "--bogus"}, []string{"lethe bench: flag provided but not defined: -bogus", "Run 'lethe bench -h' for usage."}},
 		{[]string{"bench", "--workload", "scan"}, []string{`"scan"`, "Run 'lethe bench -h' for usage."}},
 	} {
@@ -214,6 +215,16 @@ func TestStorageFlags(t *testing.T) {
 	c, err = parseServeFlags([]string{"--max-storage", "512MiB", "--disk-reserve", "64m", "--shutdown-timeout", "5s", "--cache-size", "auto"}, nil)
 	if err != nil || c.maxStorageBytes != 512<<20 || c.diskReserveBytes != 64<<20 || c.shutdownWait != 5*time.Second || c.cacheBytes != 0 {
 		t.Fatalf("flags over the environment: %d, %d, %v, %d, %v", c.maxStorageBytes, c.diskReserveBytes, c.shutdownWait, c.cacheBytes, err)
+	}
+	// --lookup-cache: auto (-1, decided by --in-memory), off, or a size.
+	for in, want := range map[string]int64{"": -1, "auto": -1, "off": 0, "0": 0, "16MiB": 16 << 20} {
+		args := []string{"--lookup-cache", in}
+		if in == "" {
+			args = nil
+		}
+		if c, err := parseServeFlags(args, nil); err != nil || c.lookupCacheBytes != want {
+			t.Errorf("--lookup-cache %q: %d, %v; want %d", in, c.lookupCacheBytes, err, want)
+		}
 	}
 	for in, want := range map[string]int64{"0": 0, "1048576": 1 << 20, "1kb": 1000, "1 KiB": 1024, "2G": 2 << 30, "3TB": 3e12, "7b": 7} {
 		if got, err := parseSize(in); err != nil || got != want {

@@ -42,7 +42,7 @@ func newMetrics(c *config, eng *engine.Engine, store *pebblekv.Store, pg *pgkv.S
 // storageFigures gathers the disk's and the storage limits' figures for a
 // scrape.
 func storageFigures(eng *engine.Engine, store *pebblekv.Store) metrics.Storage {
-	d, stalls := store.Disk(), store.Stalls()
+	d, stalls, lookups := store.Disk(), store.Stalls(), store.LookupCache()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	e := eng.StorageStatus(ctx)
@@ -55,6 +55,7 @@ func storageFigures(eng *engine.Engine, store *pebblekv.Store) metrics.Storage {
 		NoSpaceErrors: d.NoSpaceErrors, WaitingWrites: d.WaitingWrites,
 		SlowOperations: d.SlowOperations, ReadErrors: d.ReadErrors, BackgroundErrors: d.BackgroundErrors,
 		StallsMemTables: stalls.MemTables, StallsLevel0: stalls.Level0, StallSeconds: stalls.Time.Seconds(),
+		LookupHits: lookups.Hits, LookupMisses: lookups.Misses,
 	}
 }
 

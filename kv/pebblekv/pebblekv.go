@@ -111,6 +111,17 @@ type Options struct {
 	// synced). Dir is then a path in FS.
 	FS vfs.FS
 
+	// LookupCacheSize is how many bytes of values the lookup cache keeps:
+	// values that point lookups read, answered from memory the next time
+	// without searching the LSM tree (lookupcache.go), exactly as the store
+	// would answer. Zero means none.
+	LookupCacheSize int64
+
+	// LookupCacheable, if set, chooses the keys the lookup cache keeps: those
+	// read often and written seldom (a document, not a counter every write
+	// changes). Nil means every key.
+	LookupCacheable func(key []byte) bool
+
 	// tweak, if set, changes the Pebble options last: for tests that need
 	// Pebble to behave in a way no option offers (no automatic compactions).
 	tweak func(*pebble.Options)
@@ -222,7 +233,8 @@ type Store struct {
 	desc     string      // directory (or "memory") for error messages
 	dir      string
 	log      *slog.Logger
-	mem      *tableFS // an in-memory store's file system; nil on disk
+	mem      *tableFS     // an in-memory store's file system; nil on disk
+	lookups  *lookupCache // nil without Options.LookupCacheSize
 
 	// options builds the Pebble options for (re)opening the database.
 	options func(readOnly bool) *pebble.Options
@@ -357,6 +369,9 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 	}
 	s.setDB(db, readOnly)
 	s.durable = !opts.InMemory
+	if opts.LookupCacheSize > 0 {
+		s.lookups = newLookupCache(opts.LookupCacheSize, opts.LookupCacheable)
+	}
 	if readOnly {
 		logger.Error("pebblekv: the disk is full: opened read-only; writes are refused until space returns", "dir", desc, "free_bytes", s.space.free.Load())
 		s.rwStop, s.rwDone = make(chan struct{}), make(chan struct{})
@@ -539,7 +554,7 @@ func (s *Store) View(ctx context.Context, fn func(kv.Reader) error) error {
 	}
 	defer s.inflight.Done()
 	sh := s.acquireSnapshot()
-	r := &reader{state: txState{src: sh.snap, readErrors: &s.readErrors}}
+	r := &reader{state: txState{src: sh.snap, readErrors: &s.readErrors}, cache: s.lookups, label: sh.label}
 	defer r.state.finish(func() error {
 		sh.unref()
 		return nil
@@ -623,7 +638,7 @@ func (s *Store) runUpdate(ctx context.Context, fn func(kv.Tx) error) (wrote bool
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	t := newTx(s.db, &s.readErrors)
+	t := newTx(s.db, &s.readErrors, s.lookups, s.commits.Load())
 	// Runs before the writer lock is released, also when fn panics, so the
 	// next writer never shares the batch and an uncommitted batch leaves no
 	// trace. Closing a committed batch only recycles it.
@@ -638,8 +653,15 @@ func (s *Store) runUpdate(ctx context.Context, fn func(kv.Tx) error) (wrote bool
 	// NoSync: the commit is applied and visible to the next writer now; the
 	// caller waits for durability after releasing the lock. Counted even if
 	// it fails: a View then takes a fresh snapshot, which is always right.
+	var marks commitMarks
+	if s.lookups != nil {
+		marks = s.lookups.markBatch(t.batch)
+	}
 	err = t.batch.Commit(pebble.NoSync)
-	s.commits.Add(1)
+	commit := s.commits.Add(1)
+	if s.lookups != nil {
+		s.lookups.unmark(marks, commit)
+	}
 	s.unshareSnapshot()
 	if err != nil {
 		return false, fmt.Errorf("pebblekv: commit %s: %w", s.desc, err)

@@ -68,6 +68,11 @@ func (st *txState) finish(release func() error) {
 // methods: the value View passes to fn cannot be asserted to [kv.Tx].
 type reader struct {
 	state txState
+	// cache, when set, answers lookups of keys whose newest commit the
+	// source holds; label is the commit count it holds every commit up to
+	// (see lookupcache.go).
+	cache *lookupCache
+	label uint64
 }
 
 var _ kv.Reader = (*reader)(nil)
@@ -76,6 +81,11 @@ var _ kv.Reader = (*reader)(nil)
 func (r *reader) Get(key []byte) ([]byte, error) {
 	if r.state.done.Load() {
 		return nil, errTxDone
+	}
+	if r.cache != nil {
+		if v, ok := r.cache.get(key, r.label); ok {
+			return v, nil
+		}
 	}
 	v, closer, err := r.state.src.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -86,6 +96,9 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 	}
 	out := make([]byte, len(v)) // non-nil even for an empty value
 	copy(out, v)
+	if r.cache != nil {
+		r.cache.add(key, out, r.label)
+	}
 	if err := closer.Close(); err != nil {
 		return nil, fmt.Errorf("pebblekv: get: %w", err)
 	}
@@ -169,8 +182,11 @@ const (
 )
 
 // newTx starts a transaction on db. The caller must hold the writer lock.
-func newTx(db *pebble.DB, readErrors *atomic.Int64) *tx {
-	return &tx{reader: reader{state: txState{src: db, readErrors: readErrors}}, db: db, batch: db.NewBatch()}
+// cache, if not nil, answers lookups of keys the transaction has not
+// written; commits is the commit count, which holds every commit so far
+// while the writer lock is held.
+func newTx(db *pebble.DB, readErrors *atomic.Int64, cache *lookupCache, commits uint64) *tx {
+	return &tx{reader: reader{state: txState{src: db, readErrors: readErrors}, cache: cache, label: commits}, db: db, batch: db.NewBatch()}
 }
 
 // close releases the transaction's batch: after a commit it is only recycled.
@@ -192,6 +208,9 @@ func (t *tx) indexed() error {
 	t.state.mu.Lock()
 	t.state.src = ib
 	t.state.mu.Unlock()
+	// The batch may now hold the key a read asks for: reads go to it, and
+	// what they find is not the committed value the cache keeps.
+	t.cache = nil
 	return nil
 }
 

@@ -1,0 +1,245 @@
+package pebblekv
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// A lookup cache keeps the values that point lookups read, so that the next
+// lookup of a hot key costs a map access instead of Pebble's search of its
+// memtables and of every level (about 1 µs in isolation, and 4-15 µs a key
+// on a busy two-core server, its caches cold: a query page looks up ten).
+// Pebble's block cache keeps blocks, not values, and every lookup still
+// builds an iterator over each level that may hold the key.
+//
+// # Exactness
+//
+// A lookup must never return a value older than one a finished Update wrote,
+// nor newer than its own snapshot. The cache rests on Store.commits, the
+// count each commit adds one to, and on the label of each View's snapshot
+// (the count read before it was taken, so the snapshot holds every commit
+// counted up to its label).
+//
+// Keys are spread over stripes. Each stripe has a pending count and last, the
+// commit count of the last commit that wrote one of its keys. A commit (under
+// the writer lock, so one at a time) first marks each stripe it writes
+// pending and drops its keys from the cache, then commits, counts itself and
+// sets the stripes' last to its count and unmarks them. The entry of a key is
+// therefore always the newest committed value: any commit of the key drops it
+// before the commit is visible, and no entry is added in a stripe while it is
+// pending.
+//
+// A View with label L may use a stripe only when nothing is pending in it and
+// its last <= L: then the last commit of each of the stripe's keys was
+// counted before the snapshot was taken, so the snapshot holds it, and the
+// entry (the newest committed value) is the snapshot's value. A commit after
+// the snapshot drops the entry before it becomes visible, so a View that
+// still finds the entry is reading a key that commit had not yet written. A
+// View adds what it read from its snapshot under the same condition, in the
+// same critical section as the check: the snapshot then holds the newest
+// commit of the key, since any later one would be pending or have raised
+// last above L.
+//
+// Range deletions (a dropped container) mark every stripe and empty the
+// cache. A failed commit is treated as a commit: its keys were dropped, and
+// last moves past every View that might have read around it.
+type lookupCache struct {
+	seed      maphash.Seed
+	cacheable func(key []byte) bool
+	stripes   [lookupStripes]lookupStripe
+	// budget is each stripe's share of the cache's bytes.
+	budget int
+
+	hits, misses atomic.Int64
+}
+
+// DefaultInMemoryLookupCacheSize is the lookup cache `lethe serve` gives an
+// InMemory store unless told otherwise: with 1 KB documents, about 25,000 of
+// them.
+const DefaultInMemoryLookupCacheSize = 32 << 20
+
+// lookupStripes is how many stripes the keys spread over: enough that
+// concurrent lookups rarely wait for each other, and that a commit, which
+// marks the stripes of the few keys it writes, leaves most of the cache
+// usable meanwhile.
+const lookupStripes = 64
+
+// entryOverhead approximates what an entry costs beyond its key and value
+// bytes: the map's slot, the string and slice headers, allocation rounding.
+const entryOverhead = 64
+
+type lookupStripe struct {
+	mu      sync.Mutex
+	pending int    // commits between marking and unmarking this stripe (0 or 1: commits are serialised)
+	last    uint64 // Store.commits after the last commit that wrote a key of this stripe
+	bytes   int
+	entries map[string][]byte
+	_       [64]byte // keep stripes' locks off each other's cache lines
+}
+
+// newLookupCache returns a cache of about size bytes of keys and values, for
+// the keys cacheable accepts (all keys when it is nil).
+func newLookupCache(size int64, cacheable func([]byte) bool) *lookupCache {
+	c := &lookupCache{seed: maphash.MakeSeed(), cacheable: cacheable, budget: int(size / lookupStripes)}
+	for i := range c.stripes {
+		c.stripes[i].entries = make(map[string][]byte)
+	}
+	return c
+}
+
+func (c *lookupCache) stripe(key []byte) *lookupStripe {
+	return &c.stripes[maphash.Bytes(c.seed, key)%lookupStripes]
+}
+
+// get returns a copy of key's value for a reader whose snapshot is labelled
+// label, if the cache may answer it.
+func (c *lookupCache) get(key []byte, label uint64) ([]byte, bool) {
+	if c.cacheable != nil && !c.cacheable(key) {
+		return nil, false
+	}
+	s := c.stripe(key)
+	s.mu.Lock()
+	var v []byte
+	ok := false
+	if s.pending == 0 && s.last <= label {
+		v, ok = s.entries[string(key)]
+	}
+	if !ok {
+		s.mu.Unlock()
+		c.misses.Add(1)
+		return nil, false
+	}
+	out := make([]byte, len(v)) // the caller owns what Get returns
+	copy(out, v)
+	s.mu.Unlock()
+	c.hits.Add(1)
+	return out, true
+}
+
+// add keeps a copy of value as key's, read from a snapshot labelled label,
+// unless a commit may have written key since that label.
+func (c *lookupCache) add(key, value []byte, label uint64) {
+	if c.cacheable != nil && !c.cacheable(key) {
+		return
+	}
+	size := len(key) + len(value) + entryOverhead
+	if size > c.budget {
+		return
+	}
+	s := c.stripe(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending != 0 || s.last > label {
+		return
+	}
+	if _, ok := s.entries[string(key)]; ok {
+		return
+	}
+	// Evict before adding: Go's map iteration starts at a random entry, so
+	// this drops entries at random, which keeps no per-entry bookkeeping and
+	// does as well as recency on the uniform loads a key-value lookup sees
+	// between its hot spots.
+	for k, v := range s.entries {
+		if s.bytes+size <= c.budget {
+			break
+		}
+		s.bytes -= len(k) + len(v) + entryOverhead
+		delete(s.entries, k)
+	}
+	s.entries[string(key)] = append([]byte(nil), value...)
+	s.bytes += size
+}
+
+// commitMarks is the set of stripes one commit marked pending.
+type commitMarks struct {
+	all     bool
+	stripes [lookupStripes / 64]uint64
+}
+
+// markBatch marks pending the stripes of every key batch writes, and drops
+// those keys, before the batch commits; a range deletion, or a record kind
+// this package does not write, marks every stripe and empties the cache.
+// Pass the result to unmark after the commit.
+func (c *lookupCache) markBatch(b *pebble.Batch) commitMarks {
+	var m commitMarks
+	r := b.Reader()
+	for {
+		kind, key, _, ok, err := r.Next()
+		if err != nil {
+			m.all = true
+			break
+		}
+		if !ok {
+			break
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete, pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindSingleDelete:
+			if c.cacheable != nil && !c.cacheable(key) {
+				continue
+			}
+			i := maphash.Bytes(c.seed, key) % lookupStripes
+			s := &c.stripes[i]
+			s.mu.Lock()
+			if m.stripes[i/64]&(1<<(i%64)) == 0 {
+				m.stripes[i/64] |= 1 << (i % 64)
+				s.pending++
+			}
+			if v, ok := s.entries[string(key)]; ok {
+				s.bytes -= len(key) + len(v) + entryOverhead
+				delete(s.entries, string(key))
+			}
+			s.mu.Unlock()
+		case pebble.InternalKeyKindLogData:
+		default:
+			m.all = true
+		}
+		if m.all {
+			break
+		}
+	}
+	if m.all {
+		for i := range c.stripes {
+			s := &c.stripes[i]
+			s.mu.Lock()
+			if m.stripes[i/64]&(1<<(i%64)) == 0 {
+				s.pending++
+			}
+			clear(s.entries)
+			s.bytes = 0
+			s.mu.Unlock()
+		}
+	}
+	return m
+}
+
+// unmark ends what markBatch began, once the commit is counted as commit.
+func (c *lookupCache) unmark(m commitMarks, commit uint64) {
+	for i := range c.stripes {
+		if !m.all && m.stripes[i/64]&(1<<(i%64)) == 0 {
+			continue
+		}
+		s := &c.stripes[i]
+		s.mu.Lock()
+		s.pending--
+		s.last = commit
+		s.mu.Unlock()
+	}
+}
+
+// LookupCacheStats counts the point lookups the cache answered and those it
+// could not.
+type LookupCacheStats struct {
+	Hits, Misses int64
+}
+
+// LookupCache returns the lookup cache's counts since the store opened; zero
+// without one.
+func (s *Store) LookupCache() LookupCacheStats {
+	if s.lookups == nil {
+		return LookupCacheStats{}
+	}
+	return LookupCacheStats{Hits: s.lookups.hits.Load(), Misses: s.lookups.misses.Load()}
+}
