@@ -1,6 +1,7 @@
 package pebblekv
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,11 @@ import (
 // commit of the key, since any later one would be pending or have raised
 // last above L.
 //
+// An Update's transaction reads the live database under the writer lock,
+// where every commit so far has been counted: it uses the cache with that
+// count as its label, and looks at its own writes first; once its batch is
+// indexed, its reads go through the batch and not the cache.
+//
 // Range deletions (a dropped container) mark every stripe and empty the
 // cache. A failed commit is treated as a commit: its keys were dropped, and
 // last moves past every View that might have read around it.
@@ -50,8 +56,8 @@ type lookupCache struct {
 	seed      maphash.Seed
 	cacheable func(key []byte) bool
 	stripes   [lookupStripes]lookupStripe
-	// budget is each stripe's share of the cache's bytes.
-	budget int
+	// ringSize is each stripe's share of the cache's bytes.
+	ringSize int
 
 	hits, misses atomic.Int64
 }
@@ -67,27 +73,58 @@ const DefaultInMemoryLookupCacheSize = 32 << 20
 // usable meanwhile.
 const lookupStripes = 64
 
-// entryOverhead approximates what an entry costs beyond its key and value
-// bytes: the map's slot, the string and slice headers, allocation rounding.
-const entryOverhead = 64
+// recordHeader is the size of a record's header in a stripe's ring: the
+// key's length and the value's, four bytes each.
+const recordHeader = 8
 
+// A lookupStripe keeps its values in a ring of memory mapped outside the Go
+// heap (allocChunk), as the in-memory sstables are: on the heap, the garbage
+// collector would let the heap grow to about twice the cache. Records are
+// written one after another, [key length][value length][key][value]; when the
+// ring is full, writing starts again at its beginning, evicting the oldest
+// records as it overwrites them. The map, on the heap, holds each key's
+// record offset. So the ring always reads, from its start:
+//
+//	[0, head)             records of the current lap
+//	[head, oldStart)      free
+//	[oldStart, oldEnd)    records of the previous lap, the oldest first
+//	[oldEnd, len(ring))   free
+//
+// A record whose key was dropped, or added again since, stays in the ring
+// until overwritten; the map no longer points to it.
 type lookupStripe struct {
-	mu      sync.Mutex
-	pending int    // commits between marking and unmarking this stripe (0 or 1: commits are serialised)
-	last    uint64 // Store.commits after the last commit that wrote a key of this stripe
-	bytes   int
-	entries map[string][]byte
-	_       [64]byte // keep stripes' locks off each other's cache lines
+	mu                     sync.Mutex
+	pending                int    // commits between marking and unmarking this stripe (0 or 1: commits are serialised)
+	last                   uint64 // Store.commits after the last commit that wrote a key of this stripe
+	entries                map[string]uint32
+	ring                   []byte // nil until the first record; freed by lookupCache.free
+	head, oldStart, oldEnd uint32
+	_                      [64]byte // keep stripes' locks off each other's cache lines
 }
 
 // newLookupCache returns a cache of about size bytes of keys and values, for
 // the keys cacheable accepts (all keys when it is nil).
 func newLookupCache(size int64, cacheable func([]byte) bool) *lookupCache {
-	c := &lookupCache{seed: maphash.MakeSeed(), cacheable: cacheable, budget: int(size / lookupStripes)}
+	c := &lookupCache{seed: maphash.MakeSeed(), cacheable: cacheable, ringSize: int(min(size/lookupStripes, 1<<30))}
 	for i := range c.stripes {
-		c.stripes[i].entries = make(map[string][]byte)
+		c.stripes[i].entries = make(map[string]uint32)
 	}
 	return c
+}
+
+// free returns the rings' memory, once no transaction can use the cache.
+func (c *lookupCache) free() {
+	for i := range c.stripes {
+		s := &c.stripes[i]
+		s.mu.Lock()
+		if s.ring != nil {
+			freeChunk(s.ring)
+		}
+		s.ring = nil
+		clear(s.entries)
+		s.head, s.oldStart, s.oldEnd = 0, 0, 0
+		s.mu.Unlock()
+	}
 }
 
 func (c *lookupCache) stripe(key []byte) *lookupStripe {
@@ -102,21 +139,41 @@ func (c *lookupCache) get(key []byte, label uint64) ([]byte, bool) {
 	}
 	s := c.stripe(key)
 	s.mu.Lock()
-	var v []byte
+	var off uint32
 	ok := false
 	if s.pending == 0 && s.last <= label {
-		v, ok = s.entries[string(key)]
+		off, ok = s.entries[string(key)]
 	}
 	if !ok {
 		s.mu.Unlock()
 		c.misses.Add(1)
 		return nil, false
 	}
+	_, v := s.record(off)
 	out := make([]byte, len(v)) // the caller owns what Get returns
 	copy(out, v)
 	s.mu.Unlock()
 	c.hits.Add(1)
 	return out, true
+}
+
+// record returns the key and value of the record at off.
+func (s *lookupStripe) record(off uint32) (key, value []byte) {
+	kl := binary.LittleEndian.Uint32(s.ring[off:])
+	vl := binary.LittleEndian.Uint32(s.ring[off+4:])
+	k := off + recordHeader
+	return s.ring[k : k+kl], s.ring[k+kl : k+kl+vl]
+}
+
+// evictOld drops the previous lap's records that start before end.
+func (s *lookupStripe) evictOld(end uint32) {
+	for s.oldStart < s.oldEnd && s.oldStart < end {
+		k, v := s.record(s.oldStart)
+		if off, ok := s.entries[string(k)]; ok && off == s.oldStart {
+			delete(s.entries, string(k))
+		}
+		s.oldStart += recordHeader + uint32(len(k)+len(v))
+	}
 }
 
 // add keeps a copy of value as key's, read from a snapshot labelled label,
@@ -125,8 +182,8 @@ func (c *lookupCache) add(key, value []byte, label uint64) {
 	if c.cacheable != nil && !c.cacheable(key) {
 		return
 	}
-	size := len(key) + len(value) + entryOverhead
-	if size > c.budget {
+	n := recordHeader + len(key) + len(value)
+	if n > c.ringSize {
 		return
 	}
 	s := c.stripe(key)
@@ -138,19 +195,36 @@ func (c *lookupCache) add(key, value []byte, label uint64) {
 	if _, ok := s.entries[string(key)]; ok {
 		return
 	}
-	// Evict before adding: Go's map iteration starts at a random entry, so
-	// this drops entries at random, which keeps no per-entry bookkeeping and
-	// does as well as recency on the uniform loads a key-value lookup sees
-	// between its hot spots.
-	for k, v := range s.entries {
-		if s.bytes+size <= c.budget {
-			break
+	if s.ring == nil {
+		ring, err := allocChunk(c.ringSize)
+		if err != nil {
+			return // no memory for the cache: lookups go to the store
 		}
-		s.bytes -= len(k) + len(v) + entryOverhead
-		delete(s.entries, k)
+		s.ring = ring
 	}
-	s.entries[string(key)] = append([]byte(nil), value...)
-	s.bytes += size
+	if int(s.head)+n > len(s.ring) { // a new lap: the current one becomes the previous
+		s.evictOld(s.oldEnd)
+		s.oldStart, s.oldEnd, s.head = 0, s.head, 0
+	}
+	s.evictOld(s.head + uint32(n))
+	r := s.ring[s.head:]
+	binary.LittleEndian.PutUint32(r, uint32(len(key)))
+	binary.LittleEndian.PutUint32(r[4:], uint32(len(value)))
+	copy(r[recordHeader:], key)
+	copy(r[recordHeader+len(key):], value)
+	s.entries[string(key)] = s.head
+	s.head += uint32(n)
+}
+
+// drop forgets key's record, if the cache holds one. The caller holds s.mu.
+func (s *lookupStripe) drop(key []byte) {
+	delete(s.entries, string(key))
+}
+
+// reset forgets every record. The caller holds s.mu.
+func (s *lookupStripe) reset() {
+	clear(s.entries)
+	s.head, s.oldStart, s.oldEnd = 0, 0, 0
 }
 
 // commitMarks is the set of stripes one commit marked pending.
@@ -187,10 +261,7 @@ func (c *lookupCache) markBatch(b *pebble.Batch) commitMarks {
 				m.stripes[i/64] |= 1 << (i % 64)
 				s.pending++
 			}
-			if v, ok := s.entries[string(key)]; ok {
-				s.bytes -= len(key) + len(v) + entryOverhead
-				delete(s.entries, string(key))
-			}
+			s.drop(key)
 			s.mu.Unlock()
 		case pebble.InternalKeyKindLogData:
 		default:
@@ -207,8 +278,7 @@ func (c *lookupCache) markBatch(b *pebble.Batch) commitMarks {
 			if m.stripes[i/64]&(1<<(i%64)) == 0 {
 				s.pending++
 			}
-			clear(s.entries)
-			s.bytes = 0
+			s.reset()
 			s.mu.Unlock()
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -62,8 +63,8 @@ func TestLookupCacheRespectsSnapshots(t *testing.T) {
 	put(t, s, "k", "v1")
 	checkValue(t, s, "k", "v1") // cached
 	checkValue(t, s, "k", "v1") // a hit
-	if st := s.LookupCache(); st.Hits != 1 {
-		t.Fatalf("after reading a key twice: %+v, want one hit", st)
+	if st := s.LookupCache(); st.Hits != 1 || st.Misses != 1 {
+		t.Fatalf("after reading a key twice: %+v, want a miss, then a hit", st)
 	}
 
 	inOld, oldRead, release := make(chan struct{}), make(chan string, 2), make(chan struct{})
@@ -276,36 +277,56 @@ func TestLookupCacheUnderConcurrentWrites(t *testing.T) {
 	}
 }
 
-// The cache keeps only the keys it is told to, and stays within its budget.
-func TestLookupCacheBudgetAndKeys(t *testing.T) {
+// The cache keeps only the keys it is told to, within its rings: every key
+// the map holds points at its own record, holding the value last added, and
+// the records added last are kept.
+func TestLookupCacheRings(t *testing.T) {
 	c := newLookupCache(lookupStripes*1024, func(k []byte) bool { return k[0] == 'D' })
-	value := make([]byte, 100)
-	for i := range 10000 {
-		c.add([]byte("D"+strconv.Itoa(i)), value, 0)
+	defer c.free()
+	value := func(i int) []byte { return []byte(strings.Repeat(strconv.Itoa(i%10), 20+i%150)) }
+	const n = 10000
+	for i := range n {
+		c.add([]byte("D"+strconv.Itoa(i)), value(i), 0)
 	}
-	c.add([]byte("X1"), value, 0)
+	c.add([]byte("X1"), value(1), 0)
+	c.add(make([]byte, 2000), nil, 0) // larger than a ring: not kept
 	total := 0
 	for i := range c.stripes {
-		st := &c.stripes[i]
-		if st.bytes > c.budget {
-			t.Errorf("stripe %d holds %d bytes, over its %d", i, st.bytes, c.budget)
+		s := &c.stripes[i]
+		if len(s.ring) > c.ringSize || int(s.head) > len(s.ring) || s.oldStart < s.oldEnd && s.oldStart < s.head || s.oldEnd > uint32(len(s.ring)) {
+			t.Fatalf("stripe %d: ring of %d, head %d, previous lap [%d, %d)", i, len(s.ring), s.head, s.oldStart, s.oldEnd)
 		}
-		sum := 0
-		for k, v := range st.entries {
-			sum += len(k) + len(v) + entryOverhead
+		for k, off := range s.entries {
+			rk, rv := s.record(off)
+			j, err := strconv.Atoi(strings.TrimPrefix(k, "D"))
+			if string(rk) != k || err != nil || string(rv) != string(value(j)) {
+				t.Fatalf("stripe %d: %q points at the record of %q = %q", i, k, rk, rv)
+			}
 		}
-		if sum != st.bytes {
-			t.Errorf("stripe %d counts %d bytes, holds %d", i, st.bytes, sum)
-		}
-		total += len(st.entries)
+		total += len(s.entries)
 	}
-	if total == 0 || total >= 10000 {
-		t.Errorf("%d entries kept of 10000 in a budget for about %d", total, lookupStripes*1024/(len(value)+entryOverhead))
+	if total == 0 || total >= n {
+		t.Errorf("%d entries kept of %d in rings of %d bytes", total, n, c.ringSize)
 	}
 	if _, ok := c.get([]byte("X1"), 0); ok {
 		t.Error("a key the cache was not told to keep was answered")
 	}
-	if _, ok := c.get([]byte("D9999"), 0); !ok {
-		t.Error("the key added last was evicted at once")
+	for i := n - 20; i < n; i++ {
+		if v, ok := c.get([]byte("D"+strconv.Itoa(i)), 0); !ok || string(v) != string(value(i)) {
+			t.Errorf("D%d, among the last added: %q, %v", i, v, ok)
+		}
+	}
+	// Dropping a key, and adding it again, leaves its old record unused.
+	key := []byte("D" + strconv.Itoa(n-1))
+	s := c.stripe(key)
+	s.mu.Lock()
+	s.drop(key)
+	s.mu.Unlock()
+	if _, ok := c.get(key, 0); ok {
+		t.Error("a dropped key was answered")
+	}
+	c.add(key, []byte("again"), 0)
+	if v, ok := c.get(key, 0); !ok || string(v) != "again" {
+		t.Errorf("after adding it again: %q, %v", v, ok)
 	}
 }

@@ -690,6 +690,9 @@ func (s *Store) Close() error {
 	if s.mem != nil {
 		s.mem.release() // Pebble has closed every file
 	}
+	if s.lookups != nil {
+		s.lookups.free() // no transaction runs, and none can start
+	}
 	s.stopWatchers()
 	if err != nil {
 		return fmt.Errorf("pebblekv: close %s: %w", s.desc, err)
