@@ -248,7 +248,7 @@ func parseServeFlags(args []string, help io.Writer) (*config, error) {
 	fs.StringVar(&c.purgeMaxShare, "purge-max-share", env("LETHE_PURGE_MAX_SHARE", strconv.FormatFloat(purgectl.DefaultMaxShare, 'g', -1, 64)), "the most of one core the purge takes while users are active, between 0.06 and 1 (LETHE_PURGE_MAX_SHARE)")
 	fs.StringVar(&c.maxStorage, "max-storage", env("LETHE_MAX_STORAGE", "0"), "storage quota on live documents, like 10GiB or 500MB: above it, writes that add documents are refused with Cosmos DB's 403 for an exhausted quota; expired documents do not count; 0 for none (LETHE_MAX_STORAGE)")
 	fs.StringVar(&c.diskReserve, "disk-reserve", env("LETHE_DISK_RESERVE", "auto"), "free space kept on the data directory's filesystem for deletes, the TTL purge and the store's own work: below half of it, writes that add data are refused; the other half is held in a ballast file released when the disk fills. auto: 5% of the filesystem, 16MiB to 1GiB; off: no guard (LETHE_DISK_RESERVE)")
-	fs.StringVar(&c.lookupCache, "lookup-cache", env("LETHE_LOOKUP_CACHE", "auto"), "memory for the embedded store's cache of documents read by id, like 32MiB: a read or a query page that finds its documents there skips the search of the store, and it is exact (a write drops what it replaces before it is visible). auto: 32MiB with --in-memory, off on disk, where it would cost more memory than the server's whole footprint; off or 0: none (LETHE_LOOKUP_CACHE)")
+	fs.StringVar(&c.lookupCache, "lookup-cache", env("LETHE_LOOKUP_CACHE", "auto"), "memory for the embedded store's cache of documents read by id, like 32MiB: a read or a query page that finds its documents there skips the search of the store, and it is exact (a write drops what it replaces before it is visible). auto: 32MiB with --in-memory, 2MiB on disk (the hot documents: first pages of repeated queries, documents read again and again); off or 0: none (LETHE_LOOKUP_CACHE)")
 	fs.StringVar(&c.cacheSize, "cache-size", env("LETHE_CACHE_SIZE", "auto"), "memory for the embedded store's cache of decoded blocks, like 64MiB: more makes reads and queries of data beyond the newest writes cheaper, at that much more resident memory. auto: 8MiB on disk, 64MiB with --in-memory (LETHE_CACHE_SIZE)")
 	fs.StringVar(&c.slowDisk, "slow-disk-threshold", env("LETHE_SLOW_DISK_THRESHOLD", pebblekv.DefaultSlowDiskThreshold.String()), "a disk write or sync taking longer is logged and counted in lethe_disk_slow_operations_total (LETHE_SLOW_DISK_THRESHOLD)")
 	fs.StringVar(&c.shutdownTimeout, "shutdown-timeout", env("LETHE_SHUTDOWN_TIMEOUT", "30s"), "on SIGINT or SIGTERM, how long to finish in-flight requests and close the store before exiting regardless; a second signal exits at once (LETHE_SHUTDOWN_TIMEOUT)")
@@ -694,7 +694,7 @@ func openBackend(ctx context.Context, c *config, log *slog.Logger, users *activi
 	}
 	lookups := c.lookupCacheBytes
 	if lookups < 0 { // auto
-		lookups = 0
+		lookups = pebblekv.DefaultLookupCacheSize
 		if c.inMemory {
 			lookups = pebblekv.DefaultInMemoryLookupCacheSize
 		}

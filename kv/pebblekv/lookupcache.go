@@ -67,6 +67,12 @@ type lookupCache struct {
 // them.
 const DefaultInMemoryLookupCacheSize = 32 << 20
 
+// DefaultLookupCacheSize is the lookup cache `lethe serve` gives a store on
+// disk unless told otherwise: about 1,500 documents of 1 KB, the hot ones
+// (the first pages of queries a user repeats, the documents read again and
+// again). A durable server is kept under 80 MB: 4 MiB took it over.
+const DefaultLookupCacheSize = 2 << 20
+
 // lookupStripes is how many stripes the keys spread over: enough that
 // concurrent lookups rarely wait for each other, and that a commit, which
 // marks the stripes of the few keys it writes, leaves most of the cache
