@@ -24,11 +24,12 @@ var (
 	fuzzKey    []byte
 )
 
-// fuzzTarget returns one server over an in-memory store, shared by every fuzz
-// input, with database "db" and container "c" (partition key /pk, TTL on).
+// fuzzTarget returns one server over an in-memory store with a lookup cache,
+// as `lethe serve --in-memory` runs, shared by every fuzz input, with
+// database "db" and container "c" (partition key /pk, TTL on).
 func fuzzTarget(t testing.TB) *Server {
 	fuzzOnce.Do(func() {
-		store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
+		store, err := pebblekv.Open(pebblekv.Options{InMemory: true, LookupCacheSize: 1 << 20, LookupCacheable: engine.IsDocumentKey})
 		if err != nil {
 			t.Fatal(err)
 		}
