@@ -174,7 +174,7 @@ func TestLookupCacheTransactions(t *testing.T) {
 // Readers never see a value older than one an Update that returned before
 // they began wrote, nor two values of one key in one View, while writers
 // change the keys as fast as they can: the cache's marks are checked
-// against real commits, under the race detector in CI.
+// against real commits (run it under -race too: scripts/test does not).
 func TestLookupCacheUnderConcurrentWrites(t *testing.T) {
 	s := openMemCached(t, 64<<10)
 	ctx := context.Background()
