@@ -79,6 +79,9 @@ const DefaultLookupCacheSize = 2 << 20
 // usable meanwhile.
 const lookupStripes = 64
 
+// A commit's marks hold one bit per stripe in a uint64 (commitMarks).
+var _ [64 - lookupStripes]struct{}
+
 // recordHeader is the size of a record's header in a stripe's ring: the
 // key's length and the value's, four bytes each.
 const recordHeader = 8
@@ -127,15 +130,17 @@ func (c *lookupCache) free() {
 			freeChunk(s.ring)
 		}
 		s.ring = nil
-		clear(s.entries)
-		s.head, s.oldStart, s.oldEnd = 0, 0, 0
+		s.reset()
 		s.mu.Unlock()
 	}
 }
 
-func (c *lookupCache) stripe(key []byte) *lookupStripe {
-	return &c.stripes[maphash.Bytes(c.seed, key)%lookupStripes]
+// stripeOf returns the index of key's stripe.
+func (c *lookupCache) stripeOf(key []byte) int {
+	return int(maphash.Bytes(c.seed, key) % lookupStripes)
 }
+
+func (c *lookupCache) stripe(key []byte) *lookupStripe { return &c.stripes[c.stripeOf(key)] }
 
 // get returns a copy of key's value for a reader whose snapshot is labelled
 // label, if the cache may answer it.
@@ -233,11 +238,15 @@ func (s *lookupStripe) reset() {
 	s.head, s.oldStart, s.oldEnd = 0, 0, 0
 }
 
-// commitMarks is the set of stripes one commit marked pending.
+// commitMarks is the set of stripes one commit marked pending: all, or
+// those whose bits are set in stripes (lookupStripes is 64).
 type commitMarks struct {
 	all     bool
-	stripes [lookupStripes / 64]uint64
+	stripes uint64
 }
+
+// marked reports whether stripe i is marked, one by one or with all.
+func (m *commitMarks) marked(i int) bool { return m.all || m.stripes&(1<<i) != 0 }
 
 // markBatch marks pending the stripes of every key batch writes, and drops
 // those keys, before the batch commits; a range deletion, or a record kind
@@ -260,11 +269,11 @@ func (c *lookupCache) markBatch(b *pebble.Batch) commitMarks {
 			if c.cacheable != nil && !c.cacheable(key) {
 				continue
 			}
-			i := maphash.Bytes(c.seed, key) % lookupStripes
+			i := c.stripeOf(key)
 			s := &c.stripes[i]
 			s.mu.Lock()
-			if m.stripes[i/64]&(1<<(i%64)) == 0 {
-				m.stripes[i/64] |= 1 << (i % 64)
+			if !m.marked(i) {
+				m.stripes |= 1 << i
 				s.pending++
 			}
 			s.drop(key)
@@ -281,7 +290,7 @@ func (c *lookupCache) markBatch(b *pebble.Batch) commitMarks {
 		for i := range c.stripes {
 			s := &c.stripes[i]
 			s.mu.Lock()
-			if m.stripes[i/64]&(1<<(i%64)) == 0 {
+			if m.stripes&(1<<i) == 0 { // not marked one by one above
 				s.pending++
 			}
 			s.reset()
@@ -294,7 +303,7 @@ func (c *lookupCache) markBatch(b *pebble.Batch) commitMarks {
 // unmark ends what markBatch began, once the commit is counted as commit.
 func (c *lookupCache) unmark(m commitMarks, commit uint64) {
 	for i := range c.stripes {
-		if !m.all && m.stripes[i/64]&(1<<(i%64)) == 0 {
+		if !m.marked(i) {
 			continue
 		}
 		s := &c.stripes[i]

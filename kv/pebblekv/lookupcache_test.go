@@ -54,6 +54,21 @@ func getString(t *testing.T, r kv.Reader, key string) string {
 	return string(v)
 }
 
+// checkAbsent checks, in one View, that s holds none of keys.
+func checkAbsent(t *testing.T, s kv.Store, when string, keys ...string) {
+	t.Helper()
+	if err := s.View(context.Background(), func(r kv.Reader) error {
+		for _, k := range keys {
+			if got := getString(t, r, k); got != "<absent>" {
+				return fmt.Errorf("%s %s: %q, want it absent", k, when, got)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A View that began before an Update keeps reading its snapshot's value,
 // even after a later View has put the Update's value in the cache; Views
 // after the Update read the new value, from the cache.
@@ -98,14 +113,7 @@ func TestLookupCacheRespectsSnapshots(t *testing.T) {
 	if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Delete([]byte("k")) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.View(ctx, func(r kv.Reader) error {
-		if got := getString(t, r, "k"); got != "<absent>" {
-			return fmt.Errorf("after the delete: %q", got)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	checkAbsent(t, s, "after the delete", "k")
 }
 
 // A transaction reads its own writes, not the committed value the cache
@@ -159,16 +167,7 @@ func TestLookupCacheTransactions(t *testing.T) {
 	if err := s.Update(ctx, func(tx kv.Tx) error { return tx.DeleteRange([]byte("a"), []byte("c")) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.View(ctx, func(r kv.Reader) error {
-		for _, k := range []string{"a", "b"} {
-			if got := getString(t, r, k); got != "<absent>" {
-				return fmt.Errorf("%s after the range deletion: %q", k, got)
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	checkAbsent(t, s, "after the range deletion", "a", "b")
 }
 
 // Readers never see a value older than one an Update that returned before
