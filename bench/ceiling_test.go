@@ -15,13 +15,13 @@ import (
 )
 
 // startCeiling serves a Ceiling on a free loopback port until the test ends.
-func startCeiling(tb testing.TB) string {
+func startCeiling(tb testing.TB, opts *CeilingOptions) string {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c := NewCeiling(nil)
+	c := NewCeiling(opts)
 	errc := make(chan error, 1)
 	go func() { errc <- c.Serve(ln) }()
 	tb.Cleanup(func() {
@@ -38,9 +38,34 @@ func startCeiling(tb testing.TB) string {
 }
 
 // TestCeilingWithSDK drives every operation the workloads use through the
-// official SDK: the ceiling's canned answers must satisfy it.
+// official SDK: the ceiling's canned answers must satisfy it, also when it
+// spends CPU on each request first.
 func TestCeilingWithSDK(t *testing.T) {
-	url := startCeiling(t)
+	t.Run("plain", func(t *testing.T) { testCeilingWithSDK(t, nil) })
+	t.Run("work", func(t *testing.T) { testCeilingWithSDK(t, &CeilingOptions{Work: 5 * time.Microsecond}) })
+}
+
+// TestCeilingWork: a ceiling given CPU time per request burns some, one
+// without burns none, and burning is not folded away (more rounds give
+// another result).
+func TestCeilingWork(t *testing.T) {
+	if c := NewCeiling(nil); c.work != 0 {
+		t.Errorf("no work asked: %d rounds a request", c.work)
+	}
+	if c := NewCeiling(&CeilingOptions{Work: time.Nanosecond}); c.work != 1 {
+		t.Errorf("1ns of work: %d rounds a request, want the minimum of 1", c.work)
+	}
+	short, long := NewCeiling(&CeilingOptions{Work: time.Microsecond}), NewCeiling(&CeilingOptions{Work: time.Millisecond})
+	if short.work < 1 || long.work <= short.work {
+		t.Errorf("rounds a request: %d for 1us, %d for 1ms", short.work, long.work)
+	}
+	if burn(1) == burn(2) {
+		t.Error("burn gives the same result for one round and two")
+	}
+}
+
+func testCeilingWithSDK(t *testing.T, opts *CeilingOptions) {
+	url := startCeiling(t, opts)
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	cred, err := azcosmos.NewKeyCredential("AAAA") // the ceiling checks nothing

@@ -70,7 +70,7 @@ func TestSummarizeKeepsCompleteWorkloads(t *testing.T) {
 // ceiling as the server under test, and checks that each run is reported
 // and summarized.
 func TestRunRepeated(t *testing.T) {
-	url := startCeiling(t)
+	url := startCeiling(t, nil)
 	rep, err := RunRepeated(context.Background(), &Options{Endpoint: url, Workloads: []string{"create", "read"}, Docs: 20, Ops: 30, Concurrency: 2, Warmup: -1}, 3)
 	if err != nil {
 		t.Fatal(err)

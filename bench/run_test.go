@@ -19,7 +19,7 @@ import (
 // the server under test: it checks the runner (populate, workloads, counts,
 // the report) without a lethe binary.
 func TestRunAgainstCeiling(t *testing.T) {
-	url := startCeiling(t)
+	url := startCeiling(t, nil)
 	rep, err := Run(context.Background(), &Options{
 		Endpoint: url, Workloads: Workloads, Docs: 50, Ops: 40, Concurrency: 3, Warmup: -1, Keys: "zipf",
 		FsyncProbe: t.TempDir(), FsyncCount: 5,

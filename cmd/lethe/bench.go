@@ -24,9 +24,10 @@ type benchConfig struct {
 	opts         bench.Options
 	jsonPath     string
 	quiet        bool
-	serveCeiling bool   // serve the ceiling instead of running a benchmark
-	addr         string // for --serve-ceiling
-	repeat       int    // runs of the whole benchmark, summarized by their medians
+	serveCeiling bool          // serve the ceiling instead of running a benchmark
+	addr         string        // for --serve-ceiling
+	ceilingWork  time.Duration // for --serve-ceiling
+	repeat       int           // runs of the whole benchmark, summarized by their medians
 }
 
 // parseBenchFlags parses bench's flags. On -h or --help it prints the usage to
@@ -106,6 +107,7 @@ Flags:
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress lines on stderr")
 	fs.BoolVar(&c.serveCeiling, "serve-ceiling", false, "serve the canned-response ceiling (used by --ceiling) until interrupted, instead of benchmarking")
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:0", "listen address of --serve-ceiling")
+	fs.DurationVar(&c.ceilingWork, "ceiling-work", 0, "CPU time the --serve-ceiling server spends on each request before answering, such as 20us: to measure what a server's CPU per request costs in the ratios")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printUsage()
@@ -136,6 +138,9 @@ Flags:
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["addr"] && !c.serveCeiling {
 		return nil, errors.New("--addr goes with --serve-ceiling")
+	}
+	if set["ceiling-work"] && (!c.serveCeiling || c.ceilingWork < 0) {
+		return nil, errors.New("--ceiling-work goes with --serve-ceiling and takes a duration of zero or more, such as 20us")
 	}
 	if set["ops"] && set["duration"] {
 		return nil, errors.New("--ops and --duration do not go together")
@@ -233,7 +238,7 @@ func serveCeiling(ctx context.Context, c *benchConfig, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.addr, err)
 	}
-	srv := bench.NewCeiling(&bench.CeilingOptions{DocSize: c.opts.DocSize})
+	srv := bench.NewCeiling(&bench.CeilingOptions{DocSize: c.opts.DocSize, Work: c.ceilingWork})
 	fmt.Fprintln(stdout, "lethe: listening on", "http://"+ln.Addr().String()+"/")
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -46,6 +46,8 @@ func TestParseBenchFlags(t *testing.T) {
 		{[]string{"--spawn", "--endpoint", "http://x/"}, "--endpoint and --spawn"},
 		{[]string{"--serve-args", "--in-memory"}, "serve-args needs spawn"},
 		{[]string{"--addr", ":1"}, "--addr goes with --serve-ceiling"},
+		{[]string{"--ceiling-work", "20us"}, "--ceiling-work goes with --serve-ceiling"},
+		{[]string{"--serve-ceiling", "--ceiling-work", "-1us"}, "--ceiling-work goes with --serve-ceiling"},
 		{[]string{"extra"}, "unexpected arguments"},
 		{[]string{"--timeline-interval", "1500ms"}, "timeline interval"},
 		{[]string{"--spawn", "--data-dir-size", "/tmp/x"}, "data-dir-size"},
@@ -120,5 +122,8 @@ func TestParseBenchFlags(t *testing.T) {
 	}
 	if c, err := parseBenchFlags([]string{"--serve-ceiling", "--addr", "127.0.0.1:0", "--doc-size", "512"}, io.Discard); err != nil || !c.serveCeiling || c.opts.DocSize != 512 {
 		t.Errorf("--serve-ceiling: %+v, %v", c, err)
+	}
+	if c, err := parseBenchFlags([]string{"--serve-ceiling", "--ceiling-work", "20us"}, io.Discard); err != nil || c.ceilingWork != 20*time.Microsecond {
+		t.Errorf("--ceiling-work: %+v, %v", c, err)
 	}
 }
