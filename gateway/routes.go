@@ -79,26 +79,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 //	/offers[/{id}]                       offers (throughput)
 func (s *Server) route(w http.ResponseWriter, rq *request) {
 	seg := rq.segs
+	t := &s.routes
 	switch {
 	case len(seg) == 0:
-		s.method(w, rq, map[string]handler{"GET": s.getAccount})
+		s.method(w, rq, t.account)
 	case seg[0] == "dbs" && len(seg) <= 2:
 		if len(seg) == 1 {
-			s.method(w, rq, map[string]handler{"GET": s.listDatabases, "POST": s.postDatabases})
+			s.method(w, rq, t.databases)
 		} else {
-			s.method(w, rq, map[string]handler{"GET": s.getDatabase, "DELETE": s.deleteDatabase})
+			s.method(w, rq, t.database)
 		}
 	case seg[0] == "dbs" && seg[2] == "colls" && len(seg) <= 4:
 		rq.altPath = "dbs/" + seg[1]
 		if len(seg) == 3 {
-			s.method(w, rq, map[string]handler{"GET": s.listContainers, "POST": s.postContainers})
+			s.method(w, rq, t.containers)
 		} else {
 			rq.altPath += "/colls/" + seg[3]
-			s.method(w, rq, map[string]handler{"GET": s.getContainer, "PUT": s.putContainer, "DELETE": s.deleteContainer})
+			s.method(w, rq, t.container)
 		}
 	case seg[0] == "dbs" && seg[2] == "colls" && len(seg) == 5 && seg[4] == "pkranges":
 		rq.altPath = "dbs/" + seg[1] + "/colls/" + seg[3]
-		s.method(w, rq, map[string]handler{"GET": s.getPartitionKeyRanges})
+		s.method(w, rq, t.pkranges)
 	case seg[0] == "dbs" && seg[2] == "colls" && seg[4] == "docs" && len(seg) <= 6:
 		rq.altPath = "dbs/" + seg[1] + "/colls/" + seg[3]
 		adm, ok := s.admit(w, rq)
@@ -106,17 +107,38 @@ func (s *Server) route(w http.ResponseWriter, rq *request) {
 			return
 		}
 		if len(seg) == 5 {
-			s.method(w, rq, map[string]handler{"GET": s.readFeed, "POST": s.postDocuments})
+			s.method(w, rq, t.docs)
 		} else {
-			s.method(w, rq, map[string]handler{"GET": s.getDocument, "PUT": s.putDocument, "PATCH": s.patchDocument, "DELETE": s.deleteDocument})
+			s.method(w, rq, t.doc)
 		}
 		adm.Charge(rq.charge)
 	case seg[0] == "offers" && len(seg) <= 2:
-		s.method(w, rq, map[string]handler{"GET": s.offers, "POST": s.offers, "PUT": s.offers})
+		s.method(w, rq, t.offers)
 	case seg[0] == "dbs" && len(seg) >= 3:
 		s.writeError(w, rq, lethe.Errorf(lethe.CodeBadRequest, "Lethe does not support the resource type '%s' yet.", resourceTypeOf(seg)))
 	default:
 		s.writeError(w, rq, lethe.Errorf(lethe.CodeNotFound, "The path '%s' does not name a resource.", truncateInput(rq.r.URL.Path, 200)))
+	}
+}
+
+// routeTable holds each resource's handlers by HTTP method, built once by
+// New: built per request, the tables and their method values were five
+// allocations of every document request.
+type routeTable struct {
+	account, databases, database, containers, container, pkranges, docs, doc, offers map[string]handler
+}
+
+func (s *Server) buildRoutes() {
+	s.routes = routeTable{
+		account:    map[string]handler{"GET": s.getAccount},
+		databases:  map[string]handler{"GET": s.listDatabases, "POST": s.postDatabases},
+		database:   map[string]handler{"GET": s.getDatabase, "DELETE": s.deleteDatabase},
+		containers: map[string]handler{"GET": s.listContainers, "POST": s.postContainers},
+		container:  map[string]handler{"GET": s.getContainer, "PUT": s.putContainer, "DELETE": s.deleteContainer},
+		pkranges:   map[string]handler{"GET": s.getPartitionKeyRanges},
+		docs:       map[string]handler{"GET": s.readFeed, "POST": s.postDocuments},
+		doc:        map[string]handler{"GET": s.getDocument, "PUT": s.putDocument, "PATCH": s.patchDocument, "DELETE": s.deleteDocument},
+		offers:     map[string]handler{"GET": s.offers, "POST": s.offers, "PUT": s.offers},
 	}
 }
 

@@ -60,8 +60,6 @@ type Options struct {
 	// when clients must be sent elsewhere (the Cosmos emulator advertises
 	// https://127.0.0.1:8081/ whatever name it was reached by). It ends in '/'.
 	AdvertiseEndpoint string
-	// Version is reported in the x-ms-gateway-version header.
-	Version string
 	// Metrics, when set, records every request and is served at GET /metrics
 	// without authentication. Nil means neither.
 	Metrics *metrics.Metrics
@@ -73,6 +71,7 @@ type Server struct {
 	log     *slog.Logger
 	http    *http.Server
 	console http.Handler // the web console's pages, at console.Prefix
+	routes  routeTable   // handlers by resource and method
 }
 
 // New returns a server for opts. Serve it with Serve or ServeTLS.
@@ -90,6 +89,7 @@ func New(opts Options) *Server {
 		opts.Now = time.Now
 	}
 	s := &Server{opts: opts, log: opts.Logger, console: console.Handler()}
+	s.buildRoutes()
 	s.http = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 30 * time.Second,

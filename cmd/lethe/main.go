@@ -527,7 +527,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	}
 
 	key, _ := base64.StdEncoding.DecodeString(c.key)
-	srv := gateway.New(gateway.Options{Engine: eng, Key: key, Consistency: c.consistency, Logger: log, Version: versionString(),
+	srv := gateway.New(gateway.Options{Engine: eng, Key: key, Consistency: c.consistency, Logger: log,
 		ManualClock: manualClock, AdvertiseEndpoint: c.advertise, Metrics: newMetrics(c, eng, embedded, pgStore, log)})
 
 	var cert *tls.Certificate
