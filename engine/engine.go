@@ -461,7 +461,26 @@ func (e *Engine) LSN() uint64 { return e.lsn.Load() }
 // etagFor renders the _etag of a resource written at lsn: a quoted, GUID-shaped
 // string, unique per write.
 func etagFor(lsn uint64) string {
-	return fmt.Sprintf(`"%08x-0000-0000-%04x-%012x"`, uint32(lsn>>48), uint16(lsn>>32), lsn&0xffffffffffff)
+	// `"%08x-0000-0000-%04x-%012x"` of lsn>>48, lsn>>32 and lsn's low 48
+	// bits, without fmt: every read and write makes one.
+	var b [38]byte
+	b[0], b[37] = '"', '"'
+	putHex(b[1:9], lsn>>48)
+	copy(b[9:20], "-0000-0000-")
+	putHex(b[20:24], lsn>>32)
+	b[24] = '-'
+	putHex(b[25:37], lsn)
+	return string(b[:])
+}
+
+// putHex writes the low 4*len(dst) bits of v into dst as lower-case hex
+// digits, zero-padded.
+func putHex(dst []byte, v uint64) {
+	const digits = "0123456789abcdef"
+	for i := len(dst) - 1; i >= 0; i-- {
+		dst[i] = digits[v&0xf]
+		v >>= 4
+	}
 }
 
 // nextCounter increments the big-endian counter of size bytes (4 or 8) at key

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -83,6 +84,17 @@ func TestIndexEntriesFromPooledWalkers(t *testing.T) {
 	for i, k := range first {
 		if decodeSeq(k) != 7 || cap(k) != len(k) {
 			t.Fatalf("entry %d %q: seq %d, len %d, cap %d", i, k, decodeSeq(k), len(k), cap(k))
+		}
+	}
+}
+
+// TestEtagFor: etags keep the format they had when fmt built them, for the
+// smallest, the largest and mixed log sequence numbers.
+func TestEtagFor(t *testing.T) {
+	for _, lsn := range []uint64{0, 1, 0xabc, 1<<48 - 1, 1 << 48, 0x0123456789abcdef, 1<<64 - 1, 1795814935393547} {
+		want := fmt.Sprintf(`"%08x-0000-0000-%04x-%012x"`, uint32(lsn>>48), uint16(lsn>>32), lsn&0xffffffffffff)
+		if got := etagFor(lsn); got != want {
+			t.Errorf("etagFor(%#x) = %s, want %s", lsn, got, want)
 		}
 	}
 }

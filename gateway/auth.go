@@ -130,10 +130,11 @@ func checkMasterKey(r *http.Request, resourceType, resourceLink string, key []by
 			now.UTC().Format(http.TimeFormat))
 	}
 
-	payload := stringToSign(r.Method, resourceType, resourceLink, date)
+	var buf [256]byte
+	payload := appendStringToSign(buf[:0], r.Method, resourceType, resourceLink, date)
 	if !hmac.Equal(tok.sig, computeMAC(payload, key)) {
 		return authErrorf("The input authorization token can't serve the request. The wrong key is being used or the expected payload is not built as per the protocol. For more info: %s. Server used the following payload to sign: '%s'",
-			macTokenHelp, strings.ReplaceAll(payload, "\n", `\n`))
+			macTokenHelp, strings.ReplaceAll(string(payload), "\n", `\n`))
 	}
 	return nil
 }
@@ -149,21 +150,48 @@ func signMasterKey(verb, resourceType, resourceLink, date string, key []byte) st
 
 // stringToSign builds the payload that master-key signatures cover. Only the verb,
 // the resource type and the date are lower-cased; the link keeps its case.
-func stringToSign(verb, resourceType, resourceLink, date string) string {
-	return strings.ToLower(verb) + "\n" +
-		strings.ToLower(resourceType) + "\n" +
-		resourceLink + "\n" +
-		strings.ToLower(date) + "\n" +
-		"\n"
+func stringToSign(verb, resourceType, resourceLink, date string) []byte {
+	return appendStringToSign(nil, verb, resourceType, resourceLink, date)
+}
+
+// appendStringToSign appends stringToSign's payload to dst: a request's check
+// builds it in one buffer, where concatenating strings cost three allocations.
+func appendStringToSign(dst []byte, verb, resourceType, resourceLink, date string) []byte {
+	dst = appendLower(dst, verb)
+	dst = append(dst, '\n')
+	dst = appendLower(dst, resourceType)
+	dst = append(dst, '\n')
+	dst = append(dst, resourceLink...)
+	dst = append(dst, '\n')
+	dst = appendLower(dst, date)
+	return append(dst, '\n', '\n')
+}
+
+// appendLower appends s lower-cased as strings.ToLower does: byte by byte
+// when it is ASCII, as SDKs' verbs, types and dates are.
+func appendLower(dst []byte, s string) []byte {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return append(dst, strings.ToLower(s)...)
+		}
+	}
+	for i := range len(s) {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 // computeMAC returns HMAC-SHA256(key, payload). Keyed HMAC states are reused:
 // keying one costs two SHA-256 blocks and several allocations, on every
 // request otherwise.
-func computeMAC(payload string, key []byte) []byte {
+func computeMAC(payload []byte, key []byte) []byte {
 	p := macPoolFor(key)
 	h := p.pool.Get().(hash.Hash)
-	h.Write([]byte(payload))
+	h.Write(payload)
 	sum := h.Sum(nil)
 	h.Reset() // back to the keyed initial state
 	p.pool.Put(h)

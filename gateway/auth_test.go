@@ -583,3 +583,13 @@ func compareRequestDate(t *testing.T, s string) {
 		t.Fatalf("parseRequestDate(%q) = %v, %v; time.Parse gives %v, %v", s, got, ok, want, wantOK)
 	}
 }
+
+// TestAppendLower: the payload's lower-casing agrees with strings.ToLower,
+// for the ASCII that SDKs send and for anything else.
+func TestAppendLower(t *testing.T) {
+	for _, s := range []string{"", "GET", "docs", "Mon, 02 Jan 2006 15:04:05 GMT", "@[`{AZaz09", "ÄÖÜ Straße", "İ", "x\xffY"} {
+		if got, want := string(appendLower([]byte("pre:"), s)), "pre:"+strings.ToLower(s); got != want {
+			t.Errorf("appendLower(%q) = %q, want %q", s, got, want)
+		}
+	}
+}

@@ -41,8 +41,14 @@ func (rq *request) conditions() engine.Conditions {
 // request read or wrote (the first range when none is known). Lethe's log
 // sequence number is one for the whole server, so every entry carries it.
 func (s *Server) sessionFor(rq *request, containerRID string, ranges ...string) {
-	token := "-1#" + strconv.FormatUint(s.opts.Engine.LSN(), 10)
+	var num [20]byte
+	lsn := strconv.AppendUint(num[:0], s.opts.Engine.LSN(), 10)
 	var b strings.Builder
+	size := 0
+	for _, r := range ranges {
+		size += len(r) + len(":-1#,") + len(lsn)
+	}
+	b.Grow(max(size, len("0:-1#")+len(lsn))) // the token's one allocation
 	for _, r := range ranges {
 		if r == "" {
 			continue
@@ -51,11 +57,12 @@ func (s *Server) sessionFor(rq *request, containerRID string, ranges ...string) 
 			b.WriteByte(',')
 		}
 		b.WriteString(r)
-		b.WriteByte(':')
-		b.WriteString(token)
+		b.WriteString(":-1#")
+		b.Write(lsn)
 	}
 	if b.Len() == 0 {
-		b.WriteString("0:" + token)
+		b.WriteString("0:-1#")
+		b.Write(lsn)
 	}
 	rq.session = b.String()
 	rq.ridPath = containerRID
