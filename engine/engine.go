@@ -30,7 +30,11 @@ type Options struct {
 	// Store is the key-value store holding all data. Required.
 	Store kv.Store
 	// Now is the wall clock. The default is the store's time when it keeps
-	// one (kv.Clock: PostgreSQL's), else time.Now. Tests inject their own.
+	// one (kv.Clock: PostgreSQL's), else time.Now. Tests inject their own,
+	// and gateways sharing a manual clock read it from the store. A Now
+	// set here on a store shared by gateways must read the same in each:
+	// gateways trust it to the nanosecond, where readings of the store's
+	// own time may differ by maxClockError.
 	Now func() time.Time
 	// Logger receives operational logs. The default discards them.
 	Logger *slog.Logger
@@ -152,6 +156,10 @@ type Engine struct {
 	// persisted: now never goes below it, so a clock stepping back resurrects nothing.
 	hwm     atomic.Int64
 	clockMu sync.Mutex // serialises persisting a new hwm
+	// clockError is how far two gateways' readings of Options.Now may
+	// differ on a shared store: maxClockError for the store's own time,
+	// none for a Now the caller gave (lease.go).
+	clockError time.Duration
 
 	lsn atomic.Uint64 // log sequence number of the last write; etags and session tokens
 	// lsnCeiling is the persisted bound (keyLSN) below which LSNs are given
@@ -196,14 +204,16 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Store == nil {
 		return nil, errors.New("engine: Options.Store is required")
 	}
+	var clockError time.Duration
 	if opts.Now == nil {
 		if c, ok := opts.Store.(kv.Clock); ok {
 			opts.Now = storeTime(c)
+			clockError = maxClockError
 		}
 	}
 	opts.EnsureDefaults()
 	guard := acquireGuard(opts.Store)
-	e := &Engine{opts: opts, store: guard, guard: guard, log: opts.Logger, budgets: newBudgets()}
+	e := &Engine{opts: opts, store: guard, guard: guard, log: opts.Logger, budgets: newBudgets(), clockError: clockError}
 	e.storage.spaceLow, e.storage.max = opts.SpaceLow, opts.MaxStorage
 	l, err := e.takeLease(ctx)
 	if err != nil {

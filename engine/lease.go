@@ -156,8 +156,12 @@ func (e *Engine) takeLease(ctx context.Context) (*lease, error) {
 		// time of this registration, and, within that second, at LSNs from
 		// blocks claimed before it (this gateway claims its first after).
 		// Only the error between gateways' readings of the shared time is
-		// left: this one's writes start above it.
-		e.raiseSecond(e.opts.Now().Add(maxClockError).Unix())
+		// left: this one's writes start above it. A clock read from the
+		// store itself (a shared manual clock) has none: raised by
+		// maxClockError, a registration in the last 10 ms of a second put
+		// this gateway's writes a second ahead of the clock every gateway
+		// reads.
+		e.raiseSecond(e.opts.Now().Add(e.clockError).Unix())
 	}
 	// The first fold takes every container: a gateway that stopped without
 	// folding (killed, or its last fold failed) may have left delta rows.

@@ -108,6 +108,41 @@ func TestGatewaysShareAStore(t *testing.T) {
 	}
 }
 
+// TestGatewaysShareOneClock: gateways that read one clock (a manual clock
+// kept in the store, as lethe serve --clock=manual does on PostgreSQL) write
+// at its second, also a gateway that registers in the clock's last
+// milliseconds of a second: trusting the readings to the nanosecond, it has
+// no clock error to allow for by writing a second ahead.
+func TestGatewaysShareOneClock(t *testing.T) {
+	store := sharedStore{newMemStore(t)}
+	a := openTestEngine(t, store, Options{DisableBackground: true})
+	second := a.clock.Now().Unix()
+	a.clock.Set(time.Unix(second, int64(999*time.Millisecond)))
+	b, err := Open(ctx, Options{Store: store, Now: a.clock.Now, DisableBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Gateway().Others != 1 {
+		t.Fatalf("b sees %d other gateways, want 1", b.Gateway().Others)
+	}
+	a.mustDB("db")
+	a.mustContainer("c", "")
+	for i, e := range []*Engine{a.Engine, b} {
+		id := fmt.Sprintf("d%d", i)
+		res, err := e.CreateDocument(ctx, ref("c", id, "p"), []byte(`{"id":"`+id+`","pk":"p"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			TS int64 `json:"_ts"`
+		}
+		if err := json.Unmarshal(res.Body, &doc); err != nil || doc.TS != second {
+			t.Errorf("%s: _ts %d (%v), want the shared clock's second %d", id, doc.TS, err, second)
+		}
+	}
+}
+
 // TestGatewaySlotTaken: a gateway that finds its slot taken by another (it
 // was stalled past its lease) refuses every request with a 503, and leaves
 // the other's registration alone when it closes.
