@@ -593,3 +593,21 @@ func TestAppendLower(t *testing.T) {
 		}
 	}
 }
+
+// referenceStringToSign is the payload as it was built by concatenating
+// lower-cased strings: appendStringToSign must build the same bytes.
+func referenceStringToSign(verb, resourceType, resourceLink, date string) string {
+	return strings.ToLower(verb) + "\n" + strings.ToLower(resourceType) + "\n" + resourceLink + "\n" + strings.ToLower(date) + "\n\n"
+}
+
+func FuzzAppendStringToSign(f *testing.F) {
+	f.Add("GET", "docs", "dbs/db1/colls/c1/docs/d1", testDate)
+	f.Add("Post", "Dbs", "", "MON, 02 JAN 2006 15:04:05 GMT")
+	f.Add("DELETE", "offers", "abcd", "ÄÖÜ İ \xff")
+	f.Fuzz(func(t *testing.T, verb, resourceType, resourceLink, date string) {
+		want := referenceStringToSign(verb, resourceType, resourceLink, date)
+		if got := string(appendStringToSign([]byte("pre"), verb, resourceType, resourceLink, date)); got != "pre"+want {
+			t.Fatalf("payload %q, want %q", got, "pre"+want)
+		}
+	})
+}
