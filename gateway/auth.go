@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -119,7 +120,7 @@ func checkMasterKey(r *http.Request, resourceType, resourceLink string, key []by
 	if date == "" {
 		return authErrorf("Required header 'x-ms-date' is missing. Please pass in the request date in RFC 1123 format, e.g. 'Mon, 02 Jan 2006 15:04:05 GMT'.")
 	}
-	t, ok := parseRequestDate(date)
+	t, ok := parseSignedDate(date)
 	if !ok {
 		return authErrorf("The input date header '%s' is invalid format. Please pass in RFC 1123 style date format, e.g. 'Mon, 02 Jan 2006 15:04:05 GMT'.", truncateInput(date, 100))
 	}
@@ -132,7 +133,7 @@ func checkMasterKey(r *http.Request, resourceType, resourceLink string, key []by
 
 	var buf [256]byte
 	payload := appendStringToSign(buf[:0], r.Method, resourceType, resourceLink, date)
-	if !hmac.Equal(tok.sig, computeMAC(payload, key)) {
+	if !hmac.Equal(tok.sig[:], computeMAC(payload, key)) {
 		return authErrorf("The input authorization token can't serve the request. The wrong key is being used or the expected payload is not built as per the protocol. For more info: %s. Server used the following payload to sign: '%s'",
 			macTokenHelp, strings.ReplaceAll(string(payload), "\n", `\n`))
 	}
@@ -222,56 +223,126 @@ func macPoolFor(key []byte) *macPool {
 
 // authToken is a parsed master-key Authorization header.
 type authToken struct {
-	sig []byte // the decoded signature, sha256.Size bytes
+	sig [sha256.Size]byte // the decoded signature
 }
+
+// maxAuthHeader is the longest Authorization header parsed without
+// allocating: a master-key token is about 90 bytes, url-encoded.
+const maxAuthHeader = 256
 
 // parseAuthorization parses an Authorization header value, url-encoded or not, of
 // the form "type=master&ver=1.0&sig=<base64>". Key names are matched without regard
 // to case and in any order. It returns an Unauthorized *lethe.Error for anything
 // else, including AAD ("type=aad") and resource ("type=resource") tokens, which
-// Lethe does not support.
+// Lethe does not support. Every request is parsed, so the header is decoded into
+// a buffer on the stack rather than with url.PathUnescape and strings.
 func parseAuthorization(raw string) (authToken, error) {
-	s := raw
-	if strings.Contains(s, "%") {
-		dec, err := url.PathUnescape(s)
-		if err != nil {
-			return authToken{}, malformedAuthError()
-		}
-		s = dec
+	var buf [maxAuthHeader]byte
+	s := buf[:0]
+	if len(raw) > len(buf) {
+		s = make([]byte, 0, len(raw))
 	}
-	var typ, ver, sig string
+	s, ok := appendPathUnescaped(s, raw)
+	if !ok {
+		return authToken{}, malformedAuthError()
+	}
+	var typ, ver, sig []byte
 	var haveSig bool
-	for part := range strings.SplitSeq(s, "&") {
-		k, v, ok := strings.Cut(part, "=")
+	for more := true; more; {
+		part := s
+		if i := bytes.IndexByte(s, '&'); i >= 0 {
+			part, s = s[:i], s[i+1:]
+		} else {
+			more = false // the last part, empty when s ends in '&'
+		}
+		k, v, ok := bytes.Cut(part, []byte("="))
 		if !ok {
 			return authToken{}, malformedAuthError()
 		}
-		switch strings.ToLower(strings.TrimSpace(k)) {
-		case "type":
-			typ = strings.TrimSpace(v)
-		case "ver":
-			ver = strings.TrimSpace(v)
-		case "sig":
-			sig, haveSig = strings.TrimSpace(v), true
+		switch k = bytes.TrimSpace(k); {
+		case lowerIs(k, "type"):
+			typ = bytes.TrimSpace(v)
+		case lowerIs(k, "ver"):
+			ver = bytes.TrimSpace(v)
+		case lowerIs(k, "sig"):
+			sig, haveSig = bytes.TrimSpace(v), true
 		}
 	}
-	switch strings.ToLower(typ) {
-	case "master":
-	case "aad":
+	switch {
+	case lowerIs(typ, "master"):
+	case lowerIs(typ, "aad"):
 		return authToken{}, authErrorf("Microsoft Entra ID (AAD) tokens are not supported by Lethe. Authenticate with the account key.")
-	case "resource", "sas":
+	case lowerIs(typ, "resource"), lowerIs(typ, "sas"):
 		return authToken{}, authErrorf("Resource tokens are not supported by Lethe. Authenticate with the account key.")
 	default:
 		return authToken{}, malformedAuthError()
 	}
-	if ver != "1.0" || !haveSig {
+	if string(ver) != "1.0" || !haveSig {
 		return authToken{}, malformedAuthError()
 	}
-	b, err := base64.StdEncoding.DecodeString(sig)
-	if err != nil || len(b) != sha256.Size {
+	var stack [sha256.Size + 2]byte
+	dec := stack[:]
+	if base64.StdEncoding.DecodedLen(len(sig)) > len(dec) {
+		dec = make([]byte, base64.StdEncoding.DecodedLen(len(sig))) // newlines, which base64 skips
+	}
+	var tok authToken
+	if n, err := base64.StdEncoding.Decode(dec, sig); err != nil || n != sha256.Size {
 		return authToken{}, malformedAuthError()
 	}
-	return authToken{sig: b}, nil
+	copy(tok.sig[:], dec)
+	return tok, nil
+}
+
+// lowerIs reports whether strings.ToLower(string(b)) == lower, for a lower
+// made of ASCII letters, without converting b.
+func lowerIs(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i := range len(b) {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// appendPathUnescaped appends s to dst with its percent-escapes decoded as
+// url.PathUnescape decodes them ('+' stays '+'); false if an escape is
+// malformed.
+func appendPathUnescaped(dst []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '%' {
+			dst = append(dst, c)
+			continue
+		}
+		if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+			return dst, false
+		}
+		dst = append(dst, unhex(s[i+1])<<4|unhex(s[i+2]))
+		i += 2
+	}
+	return dst, true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	default:
+		return c - 'a' + 10
+	}
 }
 
 // parseRequestDate parses an x-ms-date or Date header: RFC 1123 with the zone
@@ -289,6 +360,29 @@ func parseRequestDate(s string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return t, true
+}
+
+// requestDate is a request date header and its parse.
+type requestDate struct {
+	header string
+	t      time.Time
+}
+
+// lastRequestDate is the last request date parsed: clients sign with the
+// current second, so most requests repeat the one before.
+var lastRequestDate atomic.Pointer[requestDate]
+
+// parseSignedDate is parseRequestDate for the signed date of every request,
+// remembering the last date parsed.
+func parseSignedDate(s string) (time.Time, bool) {
+	if d := lastRequestDate.Load(); d != nil && d.header == s {
+		return d.t, true
+	}
+	t, ok := parseRequestDate(s)
+	if ok {
+		lastRequestDate.Store(&requestDate{header: s, t: t})
+	}
+	return t, ok
 }
 
 // rfc1123NoZone is time.RFC1123 without its zone abbreviation.

@@ -516,7 +516,7 @@ func FuzzCheckMasterKey(f *testing.F) {
 			// Accepting a header other than the canonical one is fine only if
 			// it carries the right signature for the same payload.
 			tok, perr := parseAuthorization(auth)
-			if perr != nil || string(tok.sig) != string(computeMAC(stringToSign(verb, "dbs", "dbs/db1", date), key)) {
+			if perr != nil || string(tok.sig[:]) != string(computeMAC(stringToSign(verb, "dbs", "dbs/db1", date), key)) {
 				t.Fatalf("accepted auth %q for date %q", auth, date)
 			}
 		}
@@ -582,6 +582,11 @@ func compareRequestDate(t *testing.T, s string) {
 	if ok != wantOK || ok && !got.Equal(want) {
 		t.Fatalf("parseRequestDate(%q) = %v, %v; time.Parse gives %v, %v", s, got, ok, want, wantOK)
 	}
+	for _, when := range []string{"parsed", "remembered"} {
+		if got, ok := parseSignedDate(s); ok != wantOK || ok && !got.Equal(want) {
+			t.Fatalf("parseSignedDate(%q), %s = %v, %v; time.Parse gives %v, %v", s, when, got, ok, want, wantOK)
+		}
+	}
 }
 
 // TestAppendLower: the payload's lower-casing agrees with strings.ToLower,
@@ -610,4 +615,111 @@ func FuzzAppendStringToSign(f *testing.F) {
 			t.Fatalf("payload %q, want %q", got, "pre"+want)
 		}
 	})
+}
+
+// referenceParseAuthorization is parseAuthorization as it was, with
+// url.PathUnescape and strings: the allocation-free parser must accept the
+// same headers, with the same signatures, and refuse the rest with the same
+// errors.
+func referenceParseAuthorization(raw string) ([]byte, error) {
+	s := raw
+	if strings.Contains(s, "%") {
+		dec, err := url.PathUnescape(s)
+		if err != nil {
+			return nil, malformedAuthError()
+		}
+		s = dec
+	}
+	var typ, ver, sig string
+	var haveSig bool
+	for part := range strings.SplitSeq(s, "&") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return nil, malformedAuthError()
+		}
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "type":
+			typ = strings.TrimSpace(v)
+		case "ver":
+			ver = strings.TrimSpace(v)
+		case "sig":
+			sig, haveSig = strings.TrimSpace(v), true
+		}
+	}
+	switch strings.ToLower(typ) {
+	case "master":
+	case "aad":
+		return nil, authErrorf("Microsoft Entra ID (AAD) tokens are not supported by Lethe. Authenticate with the account key.")
+	case "resource", "sas":
+		return nil, authErrorf("Resource tokens are not supported by Lethe. Authenticate with the account key.")
+	default:
+		return nil, malformedAuthError()
+	}
+	if ver != "1.0" || !haveSig {
+		return nil, malformedAuthError()
+	}
+	b, err := base64.StdEncoding.DecodeString(sig)
+	if err != nil || len(b) != 32 {
+		return nil, malformedAuthError()
+	}
+	return b, nil
+}
+
+var authHeaderSeeds = []string{
+	"type%3Dmaster%26ver%3D1.0%26sig%3DBkAGNqVX5pvETnrJOkGBUBRWYuuqFk9ClgX%2Byd5bm9g%3D",
+	"type=master&ver=1.0&sig=BkAGNqVX5pvETnrJOkGBUBRWYuuqFk9ClgX+yd5bm9g=",
+	" Sig = BkAGNqVX5pvETnrJOkGBUBRWYuuqFk9ClgX+yd5bm9g= & VER=1.0 & TYPE = Master ",
+	"type=master&ver=1.0&sig=BkAGNqVX5pvETnrJ\r\nOkGBUBRWYuuqFk9ClgX+yd5bm9g=",
+	"type=maſter&ver=1.0&sig=BkAGNqVX5pvETnrJOkGBUBRWYuuqFk9ClgX+yd5bm9g=",
+	"type=master&ver=1.0&ſig=BkAGNqVX5pvETnrJOkGBUBRWYuuqFk9ClgX+yd5bm9g=",
+	"type=aad&ver=1.0&sig=x.y.z", "type=SAS&ver=1.0&sig=x", "type=resource",
+	"type%3Dmaster%26ver%3D1.0%26sig%3D%", "%zz", "%4", "&&&===%%%", "sig=&sig=&type=master", "",
+	"type=master&ver=1.0&sig=" + strings.Repeat("QUFB", 100),
+}
+
+// TestParseAuthorizationAsBefore runs the seeds through both parsers;
+// FuzzParseAuthorization explores further.
+func TestParseAuthorizationAsBefore(t *testing.T) {
+	for _, raw := range authHeaderSeeds {
+		checkAuthAsBefore(t, raw)
+	}
+	ok := authHeaderSeeds[0]
+	if n := testing.AllocsPerRun(100, func() { _, _ = parseAuthorization(ok) }); n != 0 {
+		t.Errorf("parsing a valid header allocates %v times", n)
+	}
+}
+
+func FuzzParseAuthorization(f *testing.F) {
+	for _, s := range authHeaderSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(checkAuthAsBefore)
+}
+
+func checkAuthAsBefore(t *testing.T, raw string) {
+	want, wantErr := referenceParseAuthorization(raw)
+	tok, err := parseAuthorization(raw)
+	switch {
+	case (err == nil) != (wantErr == nil):
+		t.Fatalf("%q: error %v, before %v", raw, err, wantErr)
+	case err != nil && err.Error() != wantErr.Error():
+		t.Fatalf("%q: error %q, before %q", raw, err, wantErr)
+	case err == nil && string(tok.sig[:]) != string(want):
+		t.Fatalf("%q: signature %x, before %x", raw, tok.sig, want)
+	}
+}
+
+// BenchmarkCheckMasterKey: the signature check every request makes, on a
+// header as the Go SDK sends it.
+func BenchmarkCheckMasterKey(b *testing.B) {
+	key := mustDecodeKey(b)
+	r := httptest.NewRequest("GET", "/dbs/db1/colls/c1/docs/d1", nil)
+	r.Header["Authorization"] = []string{signMasterKey("GET", "docs", "dbs/db1/colls/c1/docs/d1", testDate, key)}
+	r.Header["X-Ms-Date"] = []string{testDate}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := checkMasterKey(r, "docs", "dbs/db1/colls/c1/docs/d1", key, testNow); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
