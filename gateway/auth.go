@@ -177,13 +177,17 @@ func appendLower(dst []byte, s string) []byte {
 		}
 	}
 	for i := range len(s) {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		dst = append(dst, c)
+		dst = append(dst, lowerASCII(s[i]))
 	}
 	return dst
+}
+
+// lowerASCII lower-cases an ASCII letter and leaves any other byte alone.
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // computeMAC returns HMAC-SHA256(key, payload). Keyed HMAC states are reused:
@@ -300,11 +304,7 @@ func lowerIs(b []byte, lower string) bool {
 		return false
 	}
 	for i := range len(b) {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
+		if lowerASCII(b[i]) != lower[i] {
 			return false
 		}
 	}
