@@ -457,7 +457,7 @@ func (e *Engine) ReadContainer(ctx context.Context, dbID, collID string) (Resour
 		res = c.resource()
 		info = ContainerInfo{RID: c.RID, PartitionKeyPaths: c.PKPaths, Ranges: l.part.ranges, IndexingMode: c.IndexingMode, IndexProgress: 100}
 		if c.IndexBuild != nil {
-			info.IndexProgress, err = indexProgress(r, c)
+			info.IndexProgress, err = e.indexProgress(r, c)
 		}
 		return err
 	})
@@ -469,13 +469,13 @@ func (e *Engine) ReadContainer(ctx context.Context, dbID, collID string) (Resour
 // cover (the last one allocated when the policy changed; for builds recorded
 // before that was kept, the last one allocated now), in percent, never 100
 // while the build is pending.
-func indexProgress(r kv.Reader, c *collRecord) (int, error) {
+func (e *Engine) indexProgress(r kv.Reader, c *collRecord) (int, error) {
 	var last uint64
 	if c.IndexBuildEnd != nil {
 		last = *c.IndexBuildEnd // documents written since are indexed as they come
 	} else {
 		var err error
-		if last, err = lastSeq(r, c.rid()); err != nil {
+		if last, err = e.lastSeqGiven(r, c.rid()); err != nil {
 			return 0, fmt.Errorf("index progress of %q: %w", c.ID, err)
 		}
 	}
@@ -551,7 +551,7 @@ func (e *Engine) ReplaceContainer(ctx context.Context, dbID, collID string, body
 		rec.IndexBuild, rec.IndexBuildEnd = old.IndexBuild, old.IndexBuildEnd
 		if !sameIndexing(rec, old) {
 			// Re-index every document written so far, from the first.
-			last, err := lastSeq(tx, old.rid())
+			last, err := e.lastSeqGiven(tx, old.rid())
 			if err != nil {
 				return err
 			}

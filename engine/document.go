@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/lethe-db/lethe"
@@ -378,36 +379,48 @@ func nextSeq(tx kv.Tx, coll [8]byte) (uint64, error) {
 	return nextCounter(tx, collKey(pfxSeq, coll), 8)
 }
 
-// seqBlockSize is how many document sequence numbers a gateway on a shared
-// store claims at a time.
+// seqBlockSize is how many document sequence numbers an engine claims at a
+// time (see Engine.nextSeq).
 const seqBlockSize = 1024
 
 // seqBlock is a range [next, end) of a container's sequence numbers claimed
 // by this gateway.
 type seqBlock struct{ next, end uint64 }
 
+// seqBlocks holds the block in use of each container, by RID.
+type seqBlocks struct {
+	mu sync.Mutex
+	m  map[[8]byte]*seqBlock
+}
+
+func newSeqBlocks() *seqBlocks { return &seqBlocks{m: map[[8]byte]*seqBlock{}} }
+
 // nextSeq gives a sequence number to a document the transaction of scope s
-// inserts. On a shared store it comes from this gateway's block for the
-// container, so that gateways do not all write the container's counter; a
-// block is claimed, when the last is used up, by moving the counter in the
-// transaction itself, and becomes the gateway's once it has committed (see
-// update). Numbers stay unique; across gateways, insertion order becomes the
-// order of blocks.
+// inserts. On a shared store or an exclusive one it comes from this engine's
+// block for the container: gateways on a shared store then do not all write
+// the container's counter, and an insert on an exclusive store neither reads
+// nor writes it (one key fewer of the fourteen a create writes). A block is
+// claimed, when the last is used up, by moving the counter in the
+// transaction itself, and becomes the engine's once it has committed (see
+// update). Numbers stay unique, and the counter stays at or above every
+// number given out, which re-indexing relies on; numbers of a block not used
+// up before a restart are skipped. Across gateways, insertion order becomes
+// the order of blocks.
 func (e *Engine) nextSeq(tx kv.Tx, s *scope) (uint64, error) {
-	if e.lease == nil {
+	if e.seqs == nil {
 		return nextSeq(tx, s.rid)
 	}
 	if b := s.seqClaim; b != nil && b.next < b.end {
 		b.next++
 		return b.next - 1, nil
 	}
-	e.seqMu.Lock()
-	if b := e.seqs[s.rid]; b != nil && b.next < b.end {
+	e.seqs.mu.Lock()
+	if b := e.seqs.m[s.rid]; b != nil && b.next < b.end {
 		b.next++
-		e.seqMu.Unlock()
+		e.seqs.mu.Unlock()
 		return b.next - 1, nil
 	}
-	e.seqMu.Unlock()
+	e.seqs.mu.Unlock()
 	last, err := lastSeq(tx, s.rid)
 	if err != nil {
 		return 0, err
@@ -422,9 +435,27 @@ func (e *Engine) installSeqClaim(rid [8]byte, b *seqBlock) {
 	if b == nil {
 		return
 	}
-	e.seqMu.Lock()
-	defer e.seqMu.Unlock()
-	e.seqs[rid] = b
+	e.seqs.mu.Lock()
+	defer e.seqs.mu.Unlock()
+	e.seqs.m[rid] = b
+}
+
+// lastSeqGiven returns the last sequence number given out in container
+// rid, 0 if none. On an exclusive store it is the block in use's last
+// (every engine there shares the blocks, and transactions run one at a
+// time); elsewhere, and before the first insert since the store opened,
+// it is the container's counter, which may lie past numbers claimed and
+// never used: a bound, not the exact number.
+func (e *Engine) lastSeqGiven(r kv.Reader, rid [8]byte) (uint64, error) {
+	if e.lease == nil && e.seqs != nil {
+		e.seqs.mu.Lock()
+		b := e.seqs.m[rid]
+		e.seqs.mu.Unlock()
+		if b != nil {
+			return b.next - 1, nil
+		}
+	}
+	return lastSeq(r, rid)
 }
 
 // lastSeq returns the last sequence number nextSeq gave out in the

@@ -189,12 +189,14 @@ type Engine struct {
 	// lease is the engine's registration on a shared store (nil on an
 	// exclusive one).
 	lease *lease
-	// On a shared store: lsnMu serialises claims of LSN blocks (lsnCeiling
-	// is then the end of the block in use), and seqs holds each
-	// container's block of document sequence numbers (seqMu).
+	// On a shared store, lsnMu serialises claims of LSN blocks (lsnCeiling
+	// is then the end of the block in use).
 	lsnMu sync.Mutex
-	seqMu sync.Mutex
-	seqs  map[[8]byte]*seqBlock
+	// seqs holds the blocks of document sequence numbers the engine gives
+	// out (nextSeq): its own on a shared store, the one every engine on an
+	// exclusive store shares (metaGuard.seqs). Nil on a store that is
+	// neither, where every insert moves the container's counter.
+	seqs *seqBlocks
 	// purgeLeases are the containers this gateway purges (purgelease.go).
 	purgeLeases purgeLeases
 }
@@ -222,7 +224,12 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	if l != nil {
 		e.lease, e.store = l, leasedStore{Store: guard, l: l, writer: &sync.Mutex{}}
-		e.seqs = map[[8]byte]*seqBlock{}
+	}
+	switch {
+	case l != nil:
+		e.seqs = newSeqBlocks()
+	case guard.exclusive:
+		e.seqs = guard.seqs
 	}
 	fail := func(err error) (*Engine, error) {
 		l.release()

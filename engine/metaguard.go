@@ -41,6 +41,11 @@ type metaGuard struct {
 
 	mu     sync.RWMutex
 	scopes map[string]*cachedScope // by dbID + "\x00" + collID
+
+	// seqs are the blocks of document sequence numbers of every engine on
+	// an exclusive store (Engine.nextSeq): shared, so that the last number
+	// given out in a container is known exactly (Engine.lastSeqGiven).
+	seqs *seqBlocks
 }
 
 // cachedScope is a container's decoded records at one generation. The records
@@ -71,6 +76,9 @@ func acquireGuard(s kv.Store) *metaGuard {
 		g = &metaGuard{Store: s, scopes: map[string]*cachedScope{}}
 		if x, ok := s.(kv.Exclusive); ok {
 			g.exclusive = x.Exclusive()
+		}
+		if g.exclusive {
+			g.seqs = newSeqBlocks()
 		}
 		guards.m[s] = g
 	}
