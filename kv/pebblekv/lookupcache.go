@@ -1,12 +1,14 @@
 package pebblekv
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/klauspost/compress/s2"
 )
 
 // A lookup cache keeps the values that point lookups read, so that the next
@@ -52,6 +54,27 @@ import (
 // Range deletions (a dropped container) mark every stripe and empty the
 // cache. A failed commit is treated as a commit: its keys were dropped, and
 // last moves past every View that might have read around it.
+//
+// # Writes
+//
+// A successful commit also keeps the values it wrote (keepBatch), so that a
+// document is found the first time it is read after it was written, not
+// only from its second read on (a key read once or twice after it was
+// written, as sessions and caches are, otherwise never hits). It adds them
+// with its own count as the label, after unmarking, under the writer lock:
+// its stripes' last is then that count, so no View that could not see the
+// commit may use the entry, and a later commit of the key drops it as any
+// commit does. A commit with a range deletion keeps nothing: a key it sets
+// may lie in the deleted range.
+//
+// # Compression
+//
+// Values are kept compressed (S2, a faster Snappy) when that saves at least
+// an eighth of their size, so that the cache's bytes hold more documents:
+// JSON repeats its property names and often its values. A hit then costs a
+// decompression into the copy it returns anyway (well under a microsecond
+// for a kilobyte), against a search of Pebble's memtables and levels, and on
+// disk a block read and its decompression, when it misses.
 type lookupCache struct {
 	seed      maphash.Seed
 	cacheable func(key []byte) bool
@@ -63,15 +86,17 @@ type lookupCache struct {
 }
 
 // DefaultInMemoryLookupCacheSize is the lookup cache `lethe serve` gives an
-// InMemory store unless told otherwise: with 1 KB documents, about 25,000 of
-// them.
+// InMemory store unless told otherwise: with 1 KB documents that compress
+// to half their size, about 50,000 of them. Halving it left an in-memory
+// server's RSS where it was (the memtables and the data are most of it).
 const DefaultInMemoryLookupCacheSize = 32 << 20
 
 // DefaultLookupCacheSize is the lookup cache `lethe serve` gives a store on
-// disk unless told otherwise: about 1,500 documents of 1 KB, the hot ones
-// (the first pages of queries a user repeats, the documents read again and
-// again). A durable server is kept under 80 MB: 4 MiB took it over.
-const DefaultLookupCacheSize = 2 << 20
+// disk unless told otherwise: with 1 KB documents that compress to half
+// their size, about 12,000 of them, the last written or read; with lethe
+// bench's, about 32,000. The block cache gave up half of its 8 MiB for it
+// (DefaultCacheSize), which keeps a durable server under 80 MB.
+const DefaultLookupCacheSize = 8 << 20
 
 // lookupStripes is how many stripes the keys spread over: enough that
 // concurrent lookups rarely wait for each other, and that a commit, which
@@ -83,16 +108,36 @@ const lookupStripes = 64
 var _ [64 - lookupStripes]struct{}
 
 // recordHeader is the size of a record's header in a stripe's ring: the
-// key's length and the value's, four bytes each.
+// key's length and the stored value's, four bytes each. The value's length
+// carries compressedFlag when the value is stored compressed.
 const recordHeader = 8
+
+// compressedFlag marks, in a record's value length, a value stored
+// compressed. Rings are at most 1 GiB, so no length reaches it.
+const compressedFlag = 1 << 31
+
+// compressMin is the smallest value the cache tries to compress: below it
+// the saving is a few bytes at best.
+const compressMin = 128
+
+// scratchMax is the largest compression buffer kept for reuse; larger
+// values (rare: documents are mostly a few kilobytes) get their own.
+const scratchMax = 64 << 10
+
+// scratch holds buffers to compress values into before they are copied
+// into a ring.
+var scratch = sync.Pool{New: func() any { return new([]byte) }}
 
 // A lookupStripe keeps its values in a ring of memory mapped outside the Go
 // heap (allocChunk), as the in-memory sstables are: on the heap, the garbage
 // collector would let the heap grow to about twice the cache. Records are
 // written one after another, [key length][value length][key][value]; when the
 // ring is full, writing starts again at its beginning, evicting the oldest
-// records as it overwrites them. The map, on the heap, holds each key's
-// record offset. So the ring always reads, from its start:
+// records as it overwrites them. The map, on the heap, holds the record
+// offset of each key by the key's 64-bit hash, which holds no pointers for
+// the collector to scan; a lookup compares the record's key with its own, so
+// two keys of one hash (never seen, but possible) only miss. So the ring
+// always reads, from its start:
 //
 //	[0, head)             records of the current lap
 //	[head, oldStart)      free
@@ -103,10 +148,10 @@ const recordHeader = 8
 // until overwritten; the map no longer points to it.
 type lookupStripe struct {
 	mu                     sync.Mutex
-	pending                int    // commits between marking and unmarking this stripe (0 or 1: commits are serialised)
-	last                   uint64 // Store.commits after the last commit that wrote a key of this stripe
-	entries                map[string]uint32
-	ring                   []byte // nil until the first record; freed by lookupCache.free
+	pending                int               // commits between marking and unmarking this stripe (0 or 1: commits are serialised)
+	last                   uint64            // Store.commits after the last commit that wrote a key of this stripe
+	entries                map[uint64]uint32 // by the key's hash (lookupCache.hash)
+	ring                   []byte            // nil until the first record; freed by lookupCache.free
 	head, oldStart, oldEnd uint32
 	_                      [64]byte // keep stripes' locks off each other's cache lines
 }
@@ -116,7 +161,7 @@ type lookupStripe struct {
 func newLookupCache(size int64, cacheable func([]byte) bool) *lookupCache {
 	c := &lookupCache{seed: maphash.MakeSeed(), cacheable: cacheable, ringSize: int(min(size/lookupStripes, 1<<30))}
 	for i := range c.stripes {
-		c.stripes[i].entries = make(map[string]uint32)
+		c.stripes[i].entries = make(map[uint64]uint32)
 	}
 	return c
 }
@@ -135,12 +180,12 @@ func (c *lookupCache) free() {
 	}
 }
 
-// stripeOf returns the index of key's stripe.
-func (c *lookupCache) stripeOf(key []byte) int {
-	return int(maphash.Bytes(c.seed, key) % lookupStripes)
-}
+// hash returns key's hash, which picks its stripe (stripeOf) and is its
+// entry's key in the stripe.
+func (c *lookupCache) hash(key []byte) uint64 { return maphash.Bytes(c.seed, key) }
 
-func (c *lookupCache) stripe(key []byte) *lookupStripe { return &c.stripes[c.stripeOf(key)] }
+// stripeOf returns the index of the stripe of a key of hash h.
+func stripeOf(h uint64) int { return int(h % lookupStripes) }
 
 // get returns a copy of key's value for a reader whose snapshot is labelled
 // label, if the cache may answer it.
@@ -148,40 +193,65 @@ func (c *lookupCache) get(key []byte, label uint64) ([]byte, bool) {
 	if c.cacheable != nil && !c.cacheable(key) {
 		return nil, false
 	}
-	s := c.stripe(key)
+	h := c.hash(key)
+	s := &c.stripes[stripeOf(h)]
 	s.mu.Lock()
-	var off uint32
+	var out []byte
 	ok := false
 	if s.pending == 0 && s.last <= label {
-		off, ok = s.entries[string(key)]
+		var off uint32
+		if off, ok = s.entries[h]; ok {
+			out, ok = s.value(off, key)
+		}
 	}
+	s.mu.Unlock()
 	if !ok {
-		s.mu.Unlock()
 		c.misses.Add(1)
 		return nil, false
 	}
-	_, v := s.record(off)
-	out := make([]byte, len(v)) // the caller owns what Get returns
-	copy(out, v)
-	s.mu.Unlock()
 	c.hits.Add(1)
 	return out, true
 }
 
-// record returns the key and value of the record at off.
-func (s *lookupStripe) record(off uint32) (key, value []byte) {
-	kl := binary.LittleEndian.Uint32(s.ring[off:])
-	vl := binary.LittleEndian.Uint32(s.ring[off+4:])
-	k := off + recordHeader
-	return s.ring[k : k+kl], s.ring[k+kl : k+kl+vl]
+// value returns a copy of the value of the record at off, decompressed, if
+// the record is key's. The caller holds s.mu.
+func (s *lookupStripe) value(off uint32, key []byte) ([]byte, bool) {
+	k, stored, compressed := s.record(off)
+	if !bytes.Equal(k, key) {
+		return nil, false // another key of the same hash
+	}
+	if !compressed {
+		out := make([]byte, len(stored)) // the caller owns what Get returns
+		copy(out, stored)
+		return out, true
+	}
+	n, err := s2.DecodedLen(stored)
+	if err != nil {
+		return nil, false // the cache wrote it: cannot happen; the store answers
+	}
+	out, err := s2.Decode(make([]byte, n), stored)
+	return out, err == nil
 }
 
-// evictOld drops the previous lap's records that start before end.
-func (s *lookupStripe) evictOld(end uint32) {
+// record returns the key and the stored value of the record at off, and
+// whether the value is stored compressed.
+func (s *lookupStripe) record(off uint32) (key, stored []byte, compressed bool) {
+	kl := binary.LittleEndian.Uint32(s.ring[off:])
+	vl := binary.LittleEndian.Uint32(s.ring[off+4:])
+	compressed = vl&compressedFlag != 0
+	vl &^= compressedFlag
+	k := off + recordHeader
+	return s.ring[k : k+kl], s.ring[k+kl : k+kl+vl], compressed
+}
+
+// evictOld drops the previous lap's records of stripe s that start before
+// end. The caller holds s.mu.
+func (c *lookupCache) evictOld(s *lookupStripe, end uint32) {
 	for s.oldStart < s.oldEnd && s.oldStart < end {
-		k, v := s.record(s.oldStart)
-		if off, ok := s.entries[string(k)]; ok && off == s.oldStart {
-			delete(s.entries, string(k))
+		k, v, _ := s.record(s.oldStart)
+		h := c.hash(k)
+		if off, ok := s.entries[h]; ok && off == s.oldStart {
+			delete(s.entries, h)
 		}
 		s.oldStart += recordHeader + uint32(len(k)+len(v))
 	}
@@ -193,18 +263,33 @@ func (c *lookupCache) add(key, value []byte, label uint64) {
 	if c.cacheable != nil && !c.cacheable(key) {
 		return
 	}
-	n := recordHeader + len(key) + len(value)
+	stored, flag := value, uint32(0)
+	if len(value) >= compressMin {
+		buf := scratch.Get().(*[]byte)
+		defer scratch.Put(buf) // once stored is copied into the ring
+		enc := s2.Encode(*buf, value)
+		if cap(enc) <= scratchMax {
+			*buf = enc[:0] // the buffer s2.Encode reused, or grew for the next
+		}
+		if len(enc) <= len(value)-len(value)/8 {
+			stored, flag = enc, compressedFlag
+		}
+	}
+	n := recordHeader + len(key) + len(stored)
 	if n > c.ringSize {
 		return
 	}
-	s := c.stripe(key)
+	h := c.hash(key)
+	s := &c.stripes[stripeOf(h)]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pending != 0 || s.last > label {
 		return
 	}
-	if _, ok := s.entries[string(key)]; ok {
-		return
+	if off, ok := s.entries[h]; ok {
+		if k, _, _ := s.record(off); bytes.Equal(k, key) {
+			return
+		}
 	}
 	if s.ring == nil {
 		ring, err := allocChunk(c.ringSize)
@@ -214,22 +299,23 @@ func (c *lookupCache) add(key, value []byte, label uint64) {
 		s.ring = ring
 	}
 	if int(s.head)+n > len(s.ring) { // a new lap: the current one becomes the previous
-		s.evictOld(s.oldEnd)
+		c.evictOld(s, s.oldEnd)
 		s.oldStart, s.oldEnd, s.head = 0, s.head, 0
 	}
-	s.evictOld(s.head + uint32(n))
+	c.evictOld(s, s.head+uint32(n))
 	r := s.ring[s.head:]
 	binary.LittleEndian.PutUint32(r, uint32(len(key)))
-	binary.LittleEndian.PutUint32(r[4:], uint32(len(value)))
+	binary.LittleEndian.PutUint32(r[4:], uint32(len(stored))|flag)
 	copy(r[recordHeader:], key)
-	copy(r[recordHeader+len(key):], value)
-	s.entries[string(key)] = s.head
+	copy(r[recordHeader+len(key):], stored)
+	s.entries[h] = s.head
 	s.head += uint32(n)
 }
 
-// drop forgets key's record, if the cache holds one. The caller holds s.mu.
-func (s *lookupStripe) drop(key []byte) {
-	delete(s.entries, string(key))
+// drop forgets the record of the key of hash h, if the cache holds one.
+// The caller holds s.mu.
+func (s *lookupStripe) drop(h uint64) {
+	delete(s.entries, h)
 }
 
 // reset forgets every record. The caller holds s.mu.
@@ -269,14 +355,15 @@ func (c *lookupCache) markBatch(b *pebble.Batch) commitMarks {
 			if c.cacheable != nil && !c.cacheable(key) {
 				continue
 			}
-			i := c.stripeOf(key)
+			h := c.hash(key)
+			i := stripeOf(h)
 			s := &c.stripes[i]
 			s.mu.Lock()
 			if !m.marked(i) {
 				m.stripes |= 1 << i
 				s.pending++
 			}
-			s.drop(key)
+			s.drop(h)
 			s.mu.Unlock()
 		case pebble.InternalKeyKindLogData:
 		default:
@@ -298,6 +385,37 @@ func (c *lookupCache) markBatch(b *pebble.Batch) commitMarks {
 		}
 	}
 	return m
+}
+
+// keepBatch adds the values of the cacheable keys batch set, once it has
+// committed as commit and markBatch's marks m are undone (see "Writes"
+// above). A key the batch writes twice keeps its last value, and none if
+// the last write deleted it.
+func (c *lookupCache) keepBatch(b *pebble.Batch, m commitMarks, commit uint64) {
+	if m.all {
+		return
+	}
+	r := b.Reader()
+	for {
+		kind, key, value, ok, err := r.Next()
+		if err != nil || !ok {
+			return
+		}
+		if c.cacheable != nil && !c.cacheable(key) {
+			continue
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete, pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindSingleDelete:
+			h := c.hash(key)
+			s := &c.stripes[stripeOf(h)]
+			s.mu.Lock()
+			s.drop(h) // an earlier write of the key in this batch
+			s.mu.Unlock()
+			if kind == pebble.InternalKeyKindSet {
+				c.add(key, value, commit)
+			}
+		}
+	}
 }
 
 // unmark ends what markBatch began, once the commit is counted as commit.

@@ -1,14 +1,18 @@
 package pebblekv
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/klauspost/compress/s2"
 
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/kv/kvtest"
@@ -75,11 +79,11 @@ func checkAbsent(t *testing.T, s kv.Store, when string, keys ...string) {
 func TestLookupCacheRespectsSnapshots(t *testing.T) {
 	s := openMemCached(t, 1<<20)
 	ctx := context.Background()
-	put(t, s, "k", "v1")
-	checkValue(t, s, "k", "v1") // cached
-	checkValue(t, s, "k", "v1") // a hit
-	if st := s.LookupCache(); st.Hits != 1 || st.Misses != 1 {
-		t.Fatalf("after reading a key twice: %+v, want a miss, then a hit", st)
+	put(t, s, "k", "v1") // kept by the commit
+	checkValue(t, s, "k", "v1")
+	checkValue(t, s, "k", "v1")
+	if st := s.LookupCache(); st.Hits != 2 || st.Misses != 0 {
+		t.Fatalf("after writing a key and reading it twice: %+v, want two hits", st)
 	}
 
 	inOld, oldRead, release := make(chan struct{}), make(chan string, 2), make(chan struct{})
@@ -168,6 +172,52 @@ func TestLookupCacheTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAbsent(t, s, "after the range deletion", "a", "b")
+}
+
+// A commit keeps the last value it wrote to each key, nothing for a key its
+// last write deleted, and nothing at all when it deletes a range; a value
+// read from the store is kept as before.
+func TestLookupCacheKeepsWrites(t *testing.T) {
+	s := openMemCached(t, 1<<20)
+	ctx := context.Background()
+	put(t, s, "gone", "0")
+	err := s.Update(ctx, func(tx kv.Tx) error {
+		for _, w := range [][2]string{{"twice", "1"}, {"twice", "2"}, {"gone", "1"}, {"once", "1"}} {
+			if err := tx.Put([]byte(w[0]), []byte(w[1])); err != nil {
+				return err
+			}
+		}
+		return tx.Delete([]byte("gone"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkValue(t, s, "twice", "2")
+	checkValue(t, s, "once", "1")
+	checkAbsent(t, s, "deleted after it was set", "gone")
+	if st := s.LookupCache(); st.Hits != 2 || st.Misses != 1 {
+		t.Errorf("after one batch: %+v, want hits for the two keys it set and a miss for the one it deleted", st)
+	}
+
+	err = s.Update(ctx, func(tx kv.Tx) error {
+		if err := tx.Put([]byte("r1"), []byte("1")); err != nil {
+			return err
+		}
+		if err := tx.DeleteRange([]byte("r"), []byte("s")); err != nil {
+			return err
+		}
+		return tx.Put([]byte("r2"), []byte("2"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.LookupCache()
+	checkAbsent(t, s, "set, then deleted by a range in the same batch", "r1")
+	checkValue(t, s, "r2", "2") // read from the store: the batch kept nothing
+	checkValue(t, s, "r2", "2")
+	if st := s.LookupCache(); st.Hits-before.Hits != 1 || st.Misses-before.Misses != 2 {
+		t.Errorf("after a batch with a range deletion: %+v since %+v, want two misses, then a hit", st, before)
+	}
 }
 
 // Readers never see a value older than one an Update that returned before
@@ -295,11 +345,12 @@ func TestLookupCacheRings(t *testing.T) {
 		if len(s.ring) > c.ringSize || int(s.head) > len(s.ring) || s.oldStart < s.oldEnd && s.oldStart < s.head || s.oldEnd > uint32(len(s.ring)) {
 			t.Fatalf("stripe %d: ring of %d, head %d, previous lap [%d, %d)", i, len(s.ring), s.head, s.oldStart, s.oldEnd)
 		}
-		for k, off := range s.entries {
-			rk, rv := s.record(off)
-			j, err := strconv.Atoi(strings.TrimPrefix(k, "D"))
-			if string(rk) != k || err != nil || string(rv) != string(value(j)) {
-				t.Fatalf("stripe %d: %q points at the record of %q = %q", i, k, rk, rv)
+		for h, off := range s.entries {
+			rk, _, _ := s.record(off)
+			rv, ok := s.value(off, rk)
+			j, err := strconv.Atoi(strings.TrimPrefix(string(rk), "D"))
+			if c.hash(rk) != h || !ok || err != nil || string(rv) != string(value(j)) {
+				t.Fatalf("stripe %d: hash %x points at the record of %q = %q", i, h, rk, rv)
 			}
 		}
 		total += len(s.entries)
@@ -317,9 +368,10 @@ func TestLookupCacheRings(t *testing.T) {
 	}
 	// Dropping a key, and adding it again, leaves its old record unused.
 	key := []byte("D" + strconv.Itoa(n-1))
-	s := c.stripe(key)
+	h := c.hash(key)
+	s := &c.stripes[stripeOf(h)]
 	s.mu.Lock()
-	s.drop(key)
+	s.drop(h)
 	s.mu.Unlock()
 	if _, ok := c.get(key, 0); ok {
 		t.Error("a dropped key was answered")
@@ -327,5 +379,126 @@ func TestLookupCacheRings(t *testing.T) {
 	c.add(key, []byte("again"), 0)
 	if v, ok := c.get(key, 0); !ok || string(v) != "again" {
 		t.Errorf("after adding it again: %q, %v", v, ok)
+	}
+}
+
+// Values that compress are kept compressed, so that the same rings hold
+// more of them; values that do not are kept as they are; either way a
+// lookup returns the value as it was added.
+func TestLookupCacheCompresses(t *testing.T) {
+	random := func(i int) []byte {
+		r := rand.New(rand.NewPCG(uint64(i), 1))
+		b := make([]byte, 1024)
+		for j := range b {
+			b[j] = byte(r.Uint32())
+		}
+		return b
+	}
+	document := func(i int) []byte {
+		return fmt.Appendf(nil, `{"id":"d%d","pk":"p%d","name":"user %d","tags":["a","b"],"pad":"%s"}`, i, i%100, i, strings.Repeat("lorem ipsum ", 80))
+	}
+	const n = 2000
+	kept := func(value func(int) []byte) (entries, compressed int) {
+		c := newLookupCache(lookupStripes*4096, nil)
+		defer c.free()
+		for i := range n {
+			c.add([]byte("D"+strconv.Itoa(i)), value(i), 0)
+		}
+		for i := range c.stripes {
+			s := &c.stripes[i]
+			for _, off := range s.entries {
+				if _, _, z := s.record(off); z {
+					compressed++
+				}
+			}
+			entries += len(s.entries)
+		}
+		for i := n - 10; i < n; i++ {
+			if v, ok := c.get([]byte("D"+strconv.Itoa(i)), 0); !ok || !bytes.Equal(v, value(i)) {
+				t.Fatalf("D%d, among the last added: %.40q, %v", i, v, ok)
+			}
+		}
+		return entries, compressed
+	}
+	rawEntries, rawCompressed := kept(random)
+	docEntries, docCompressed := kept(document)
+	if rawCompressed != 0 || docCompressed != docEntries {
+		t.Errorf("compressed records: %d of %d random values, %d of %d documents", rawCompressed, rawEntries, docCompressed, docEntries)
+	}
+	if docEntries < 4*rawEntries {
+		t.Errorf("the same rings kept %d documents and %d random values of the same size", docEntries, rawEntries)
+	}
+
+	// A record is answered only for its own key: two keys of one hash miss.
+	c := newLookupCache(lookupStripes*4096, nil)
+	defer c.free()
+	c.add([]byte("a"), document(1), 0)
+	h := c.hash([]byte("a"))
+	s := &c.stripes[stripeOf(h)]
+	s.mu.Lock()
+	off := s.entries[h]
+	_, okOther := s.value(off, []byte("b"))
+	v, okOwn := s.value(off, []byte("a"))
+	s.mu.Unlock()
+	if okOther || !okOwn || !bytes.Equal(v, document(1)) {
+		t.Errorf("the record of a: answered for b %v; for a %v, %.40q", okOther, okOwn, v)
+	}
+}
+
+// BenchmarkLookupCache measures the cache alone with 1 KB values: a hit
+// (which decompresses what was stored compressed) and an add (which
+// compresses), for a JSON document that compresses and for random bytes,
+// which are stored as they are.
+//
+//	go test ./kv/pebblekv -run '^$' -bench LookupCache -benchmem
+func BenchmarkLookupCache(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	random := make([]byte, 1024)
+	for i := range random {
+		random[i] = byte(r.Uint32())
+	}
+	words := []string{"alpha", "beta", "gamma", "delta", "status", "active", "region", "west", "user", "event"}
+	doc := []byte(`{"id":"d1","pk":"p1","pad":"`)
+	for len(doc) < 1022 {
+		doc = append(doc, words[r.IntN(len(words))]...)
+		doc = append(doc, ' ')
+	}
+	doc = append(doc[:1022], `"}`...)
+	const keys = 1000
+	for _, v := range []struct {
+		name  string
+		value []byte
+	}{{"document", doc}, {"random", random}} {
+		c := newLookupCache(32<<20, nil)
+		b.Cleanup(c.free)
+		key := func(i int) []byte { return []byte("D" + strconv.Itoa(i%keys)) }
+		for i := range keys {
+			c.add(key(i), v.value, 0)
+		}
+		kept := len(v.value)
+		if enc := s2.Encode(nil, v.value); len(enc) <= len(v.value)-len(v.value)/8 {
+			kept = len(enc)
+		}
+		b.Run("hit/"+v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, ok := c.get(key(i), 0); !ok {
+					b.Fatal("miss")
+				}
+			}
+			b.ReportMetric(float64(kept), "kept-B")
+		})
+		b.Run("add/"+v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				k := key(i)
+				h := c.hash(k)
+				s := &c.stripes[stripeOf(h)]
+				s.mu.Lock()
+				s.drop(h)
+				s.mu.Unlock()
+				c.add(k, v.value, 0)
+			}
+		})
 	}
 }

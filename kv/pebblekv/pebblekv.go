@@ -128,15 +128,20 @@ type Options struct {
 }
 
 // DefaultCacheSize is the block cache used when Options.CacheSize is zero:
-// 8 MiB beyond the memtables' reservation. Pebble's cache is one memory
+// 4 MiB beyond the memtables' reservation. Pebble's cache is one memory
 // budget shared with the memtables, so in practice it holds the index and
 // filter blocks every point lookup reads first, plus whatever the memtables
-// leave free. Measured with 16 MiB memtables after 30,000 durable 1 KB
-// creates, TTL and the change feed on (two rounds): a partition query's page
-// cost 217 and 201 us of server CPU with 2 MiB, 169 and 152 with 8 MiB, 171
-// and 182 with 16 MiB; server RSS 92-97, 102-103 and 117-118 MB. Point reads
-// moved by less than the noise.
-const DefaultCacheSize = 8 << 20
+// leave free. Documents read by key are answered mostly by the lookup cache
+// (DefaultLookupCacheSize), which keeps them compressed; blocks are kept
+// decompressed. Measured after 30,000 durable 1 KB creates, TTL and the
+// change feed on, under lethe bench's read workload (two rounds each,
+// server CPU per read as a multiple of the ceiling's): a 2 MiB lookup cache
+// with 8 MiB of blocks 1.49 and 1.75, 8 MiB with 4 MiB of blocks 1.22 and
+// 1.43, 8 MiB with 8 MiB 1.23 and 1.23 but an RSS of 79 MB, against 76;
+// creates moved less than the runs spread, and so did a purge of 100,000
+// documents. Before the lookup cache, 8 MiB of blocks took a partition
+// query's page from 201-217 to 152-169 us against 2 MiB.
+const DefaultCacheSize = 4 << 20
 
 // DefaultInMemoryCacheSize is the block cache of an InMemory store when
 // Options.CacheSize is zero: 64 MiB. Its sstables are already in memory, but
@@ -665,6 +670,9 @@ func (s *Store) runUpdate(ctx context.Context, fn func(kv.Tx) error) (wrote bool
 	s.unshareSnapshot()
 	if err != nil {
 		return false, fmt.Errorf("pebblekv: commit %s: %w", s.desc, err)
+	}
+	if s.lookups != nil {
+		s.lookups.keepBatch(t.batch, marks, commit)
 	}
 	return true, nil
 }
