@@ -384,7 +384,7 @@ func nextSeq(tx kv.Tx, coll [8]byte) (uint64, error) {
 const seqBlockSize = 1024
 
 // seqBlock is a range [next, end) of a container's sequence numbers claimed
-// by this gateway.
+// by this gateway, or by the engines of an exclusive store.
 type seqBlock struct{ next, end uint64 }
 
 // seqBlocks holds the block in use of each container, by RID.

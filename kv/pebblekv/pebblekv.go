@@ -128,20 +128,21 @@ type Options struct {
 }
 
 // DefaultCacheSize is the block cache used when Options.CacheSize is zero:
-// 4 MiB beyond the memtables' reservation. Pebble's cache is one memory
+// 2 MiB beyond the memtables' reservation. Pebble's cache is one memory
 // budget shared with the memtables, so in practice it holds the index and
 // filter blocks every point lookup reads first, plus whatever the memtables
 // leave free. Documents read by key are answered mostly by the lookup cache
 // (DefaultLookupCacheSize), which keeps them compressed; blocks are kept
 // decompressed. Measured after 30,000 durable 1 KB creates, TTL and the
-// change feed on, under lethe bench's read workload (two rounds each,
-// server CPU per read as a multiple of the ceiling's): a 2 MiB lookup cache
-// with 8 MiB of blocks 1.49 and 1.75, 8 MiB with 4 MiB of blocks 1.22 and
-// 1.43, 8 MiB with 8 MiB 1.23 and 1.23 but an RSS of 79 MB, against 76;
-// creates moved less than the runs spread, and so did a purge of 100,000
-// documents. Before the lookup cache, 8 MiB of blocks took a partition
-// query's page from 201-217 to 152-169 us against 2 MiB.
-const DefaultCacheSize = 4 << 20
+// change feed on, under lethe bench's create and read workloads (server CPU
+// per read as a multiple of the ceiling's, RSS): a 2 MiB lookup cache with
+// 8 MiB of blocks 1.75, 77 MB; an 8 MiB lookup cache with 4 MiB of blocks
+// 1.24, 81 MB; with 2 MiB of blocks 1.26-1.28, 73-75 MB. Creates and a
+// purge of 100,000 documents moved less than the runs spread. Before the
+// lookup cache, 8 MiB of blocks took a partition query's page from 201-217
+// to 152-169 us against 2 MiB; with it, the page cost 253 and 280 us in two
+// runs with 2 MiB, 267-287 in three with 4 MiB.
+const DefaultCacheSize = 2 << 20
 
 // DefaultInMemoryCacheSize is the block cache of an InMemory store when
 // Options.CacheSize is zero: 64 MiB. Its sstables are already in memory, but
