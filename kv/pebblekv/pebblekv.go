@@ -137,8 +137,10 @@ type Options struct {
 // change feed on, under lethe bench's create and read workloads (server CPU
 // per read as a multiple of the ceiling's, RSS): a 2 MiB lookup cache with
 // 8 MiB of blocks 1.75, 77 MB; an 8 MiB lookup cache with 4 MiB of blocks
-// 1.24, 81 MB; with 2 MiB of blocks 1.26-1.28, 73-75 MB. Creates and a
-// purge of 100,000 documents moved less than the runs spread. Before the
+// 1.24, 81 MB; with 2 MiB of blocks 1.26-1.28, 73-75 MB. Creates moved
+// less than the runs spread. The purge pays a little: 100,000 documents
+// purged at 79-93k a second with 2 MiB against 84-100k with 8 MiB, in three
+// alternating pairs, each lower with 2 MiB (BenchmarkPurge). Before the
 // lookup cache, 8 MiB of blocks took a partition query's page from 201-217
 // to 152-169 us against 2 MiB; with it, the page cost 253 and 280 us in two
 // runs with 2 MiB, 267-287 in three with 4 MiB.
