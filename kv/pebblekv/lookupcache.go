@@ -350,8 +350,8 @@ func (c *lookupCache) markBatch(b *pebble.Batch) commitMarks {
 		if !ok {
 			break
 		}
-		switch kind {
-		case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete, pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindSingleDelete:
+		switch {
+		case pointWrite(kind):
 			if c.cacheable != nil && !c.cacheable(key) {
 				continue
 			}
@@ -365,7 +365,7 @@ func (c *lookupCache) markBatch(b *pebble.Batch) commitMarks {
 			}
 			s.drop(h)
 			s.mu.Unlock()
-		case pebble.InternalKeyKindLogData:
+		case kind == pebble.InternalKeyKindLogData:
 		default:
 			m.all = true
 		}
@@ -402,24 +402,31 @@ func (c *lookupCache) keepBatch(b *pebble.Batch, m commitMarks, commit uint64) {
 		if err != nil || !ok {
 			return
 		}
-		if c.cacheable != nil && !c.cacheable(key) {
+		if !pointWrite(kind) || c.cacheable != nil && !c.cacheable(key) {
 			continue
 		}
-		switch kind {
-		case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete, pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindSingleDelete:
-			if added { // the key may have been set earlier in this batch
-				h := c.hash(key)
-				s := &c.stripes[stripeOf(h)]
-				s.mu.Lock()
-				s.drop(h)
-				s.mu.Unlock()
-			}
-			if kind == pebble.InternalKeyKindSet {
-				c.add(key, value, commit)
-				added = true
-			}
+		if added { // the key may have been set earlier in this batch
+			h := c.hash(key)
+			s := &c.stripes[stripeOf(h)]
+			s.mu.Lock()
+			s.drop(h)
+			s.mu.Unlock()
+		}
+		if kind == pebble.InternalKeyKindSet {
+			c.add(key, value, commit)
+			added = true
 		}
 	}
+}
+
+// pointWrite reports whether a batch record of this kind sets or deletes
+// one key: the writes markBatch and keepBatch follow key by key.
+func pointWrite(kind pebble.InternalKeyKind) bool {
+	switch kind {
+	case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete, pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindSingleDelete:
+		return true
+	}
+	return false
 }
 
 // unmark ends what markBatch began, once the commit is counted as commit.
