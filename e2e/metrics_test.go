@@ -210,19 +210,32 @@ func TestMetrics(t *testing.T) {
 	if c := f["lethe_store_write_stalls_total"]; len(c.GetMetric()) != 2 {
 		t.Errorf("lethe_store_write_stalls_total: %v, want a counter for each reason", c)
 	}
-	// The in-memory server's lookup cache: the first read of "a" missed and
-	// kept it, the query's lookup of it hit; the missing item missed.
-	lookups := map[string]float64{}
-	for _, m := range f["lethe_store_lookup_cache_total"].GetMetric() {
+	// The in-memory server's lookup cache: the create kept "a", the read and
+	// the query's lookup of it hit; the missing item missed. The create's
+	// check that "a" was free was the key filter's, not the cache's.
+	if lookups := labelled(f, "lethe_store_lookup_cache_total", "result"); lookups["hit"] < 2 || lookups["miss"] < 1 {
+		t.Errorf("lethe_store_lookup_cache_total: %v, want two hits and a miss at least", lookups)
+	}
+	if answers := labelled(f, "lethe_store_key_filter_total", "answer"); answers["absent"] != 1 || answers["maybe"] != 0 {
+		t.Errorf("lethe_store_key_filter_total: %v, want the one create answered absent", answers)
+	}
+	if bytes := f["lethe_store_key_filter_bytes"].GetMetric(); len(bytes) != 1 || bytes[0].GetGauge().GetValue() <= 0 {
+		t.Errorf("lethe_store_key_filter_bytes: %v, want the filter's memory", bytes)
+	}
+}
+
+// labelled returns the values of a family's series by their label name's
+// value.
+func labelled(f map[string]*dto.MetricFamily, family, name string) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range f[family].GetMetric() {
 		for _, l := range m.GetLabel() {
-			if l.GetName() == "result" {
-				lookups[l.GetValue()] = m.GetCounter().GetValue()
+			if l.GetName() == name {
+				out[l.GetValue()] = m.GetCounter().GetValue()
 			}
 		}
 	}
-	if lookups["hit"] < 1 || lookups["miss"] < 2 {
-		t.Errorf("lethe_store_lookup_cache_total: %v, want a hit and two misses at least", lookups)
-	}
+	return out
 }
 
 // servedTotals sums lethe_requests_total and lethe_request_charge_total over

@@ -52,8 +52,9 @@ type testEngine struct {
 func newTestEngine(t *testing.T) *testEngine {
 	t.Helper()
 	// With a lookup cache, as `lethe serve --in-memory` runs, and a small one,
-	// so that entries are evicted too; newMemStore's stores have none.
-	store, err := pebblekv.Open(pebblekv.Options{InMemory: true, LookupCacheSize: 1 << 20, LookupCacheable: IsDocumentKey})
+	// so that entries are evicted too, and with the key filter of document
+	// keys; newMemStore's stores have neither.
+	store, err := pebblekv.Open(pebblekv.Options{InMemory: true, LookupCacheSize: 1 << 20, LookupCacheable: IsDocumentKey, FilterPrefix: DocumentKeyPrefix()})
 	if err != nil {
 		t.Fatal(err)
 	}

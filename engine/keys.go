@@ -75,6 +75,12 @@ func appendCollKey(b []byte, pfx byte, coll [8]byte) []byte {
 // are scanned, or change with every write (counters, tallies).
 func IsDocumentKey(key []byte) bool { return len(key) > 0 && key[0] == pfxDoc }
 
+// DocumentKeyPrefix returns the prefix of every document's primary key. A
+// create looks its document's key up to check that the id is free, and
+// nearly always finds nothing: a store may keep a filter of the keys under
+// this prefix to answer that without a search (pebblekv.Options.FilterPrefix).
+func DocumentKeyPrefix() []byte { return []byte{pfxDoc} }
+
 // docKey returns the primary key of a document from its primary suffix.
 func docKey(coll [8]byte, suffix []byte) []byte {
 	return append(collKey(pfxDoc, coll), suffix...)

@@ -24,12 +24,13 @@ var (
 	fuzzKey    []byte
 )
 
-// fuzzTarget returns one server over an in-memory store with a lookup cache,
-// as `lethe serve --in-memory` runs, shared by every fuzz input, with
-// database "db" and container "c" (partition key /pk, TTL on).
+// fuzzTarget returns one server over an in-memory store with a lookup cache
+// and the key filter of document keys, as `lethe serve --in-memory` runs,
+// shared by every fuzz input, with database "db" and container "c"
+// (partition key /pk, TTL on).
 func fuzzTarget(t testing.TB) *Server {
 	fuzzOnce.Do(func() {
-		store, err := pebblekv.Open(pebblekv.Options{InMemory: true, LookupCacheSize: 1 << 20, LookupCacheable: engine.IsDocumentKey})
+		store, err := pebblekv.Open(pebblekv.Options{InMemory: true, LookupCacheSize: 1 << 20, LookupCacheable: engine.IsDocumentKey, FilterPrefix: engine.DocumentKeyPrefix()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,6 +40,11 @@ type Storage struct {
 	// the store's lookup cache answered and those it passed to the store;
 	// both 0 without a cache (--lookup-cache).
 	LookupHits, LookupMisses int64
+	// KeyFilterAbsent and KeyFilterMaybe count the lookups of absent-looking
+	// document keys (a create's check that its id is free) that the store's
+	// key filter answered, and those it passed to the store (the key was
+	// there, or a false positive); KeyFilterBytes is the filter's memory.
+	KeyFilterAbsent, KeyFilterMaybe, KeyFilterBytes int64
 }
 
 // storageCollector exports a Storage read once per scrape.
@@ -48,7 +53,7 @@ type storageCollector struct {
 
 	free, size, reserve, ballast, quota, used, refusing, waiting *prometheus.Desc
 	refused, noSpace, slow, readErrs, bgErrs, stalls, stallTime  *prometheus.Desc
-	lookups                                                      *prometheus.Desc
+	lookups, filter, filterBytes                                 *prometheus.Desc
 }
 
 func newStorageCollector(read func() Storage) *storageCollector {
@@ -56,29 +61,31 @@ func newStorageCollector(read func() Storage) *storageCollector {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
 	return &storageCollector{
-		read:      read,
-		free:      d("lethe_disk_free_bytes", "Free space on the data directory's filesystem, available to the server."),
-		size:      d("lethe_disk_size_bytes", "Size of the data directory's filesystem."),
-		reserve:   d("lethe_disk_reserve_bytes", "Space kept back for deletes, the TTL purge and the store's own work (--disk-reserve): below half of it free, writes that add data are refused."),
-		ballast:   d("lethe_disk_ballast_bytes", "Part of the reserve held in the ballast file now; 0 once released for a full disk."),
-		quota:     d("lethe_storage_quota_bytes", "The storage quota on live documents (--max-storage); 0 for none."),
-		used:      d("lethe_storage_used_bytes", "Bytes of live documents counted against the storage quota (expired documents excluded); exported with a quota."),
-		refusing:  d("lethe_writes_refused", "1 while writes are being refused, by reason: disk_low (writes that add data), disk_full (every write), quota (writes that add data).", "reason"),
-		waiting:   d("lethe_disk_waiting_writes", "File writes waiting for disk space now (each met ENOSPC)."),
-		refused:   d("lethe_writes_refused_total", "Writes refused for lack of storage, by reason (disk_low, disk_full, quota).", "reason"),
-		noSpace:   d("lethe_disk_no_space_errors_total", "File writes that met ENOSPC; each released the ballast or waited for space, none failed."),
-		slow:      d("lethe_disk_slow_operations_total", "Disk writes and syncs slower than --slow-disk-threshold."),
-		readErrs:  d("lethe_store_read_errors_total", "Reads the storage failed (I/O errors, corrupt blocks); each failed its request with a 503."),
-		bgErrs:    d("lethe_store_background_errors_total", "Flushes and compactions that failed (the store retries them)."),
-		stalls:    d("lethe_store_write_stalls_total", "Times the store stopped writes until its background work caught up, by reason: memtables (flushes behind) or level0 (compactions behind).", "reason"),
-		stallTime: d("lethe_store_write_stall_seconds_total", "Time writes were stopped behind the store's flushes and compactions."),
-		lookups:   d("lethe_store_lookup_cache_total", "Lookups of documents by key, by result: hit (answered from the lookup cache, --lookup-cache) or miss (read from the store).", "result"),
+		read:        read,
+		free:        d("lethe_disk_free_bytes", "Free space on the data directory's filesystem, available to the server."),
+		size:        d("lethe_disk_size_bytes", "Size of the data directory's filesystem."),
+		reserve:     d("lethe_disk_reserve_bytes", "Space kept back for deletes, the TTL purge and the store's own work (--disk-reserve): below half of it free, writes that add data are refused."),
+		ballast:     d("lethe_disk_ballast_bytes", "Part of the reserve held in the ballast file now; 0 once released for a full disk."),
+		quota:       d("lethe_storage_quota_bytes", "The storage quota on live documents (--max-storage); 0 for none."),
+		used:        d("lethe_storage_used_bytes", "Bytes of live documents counted against the storage quota (expired documents excluded); exported with a quota."),
+		refusing:    d("lethe_writes_refused", "1 while writes are being refused, by reason: disk_low (writes that add data), disk_full (every write), quota (writes that add data).", "reason"),
+		waiting:     d("lethe_disk_waiting_writes", "File writes waiting for disk space now (each met ENOSPC)."),
+		refused:     d("lethe_writes_refused_total", "Writes refused for lack of storage, by reason (disk_low, disk_full, quota).", "reason"),
+		noSpace:     d("lethe_disk_no_space_errors_total", "File writes that met ENOSPC; each released the ballast or waited for space, none failed."),
+		slow:        d("lethe_disk_slow_operations_total", "Disk writes and syncs slower than --slow-disk-threshold."),
+		readErrs:    d("lethe_store_read_errors_total", "Reads the storage failed (I/O errors, corrupt blocks); each failed its request with a 503."),
+		bgErrs:      d("lethe_store_background_errors_total", "Flushes and compactions that failed (the store retries them)."),
+		stalls:      d("lethe_store_write_stalls_total", "Times the store stopped writes until its background work caught up, by reason: memtables (flushes behind) or level0 (compactions behind).", "reason"),
+		stallTime:   d("lethe_store_write_stall_seconds_total", "Time writes were stopped behind the store's flushes and compactions."),
+		lookups:     d("lethe_store_lookup_cache_total", "Lookups of documents by key, by result: hit (answered from the lookup cache, --lookup-cache) or miss (read from the store).", "result"),
+		filter:      d("lethe_store_key_filter_total", "Lookups of document keys in writes (a create's check that its id is free) by the key filter's answer: absent (answered without a search of the store) or maybe (passed to the store: the document exists, or a false positive).", "answer"),
+		filterBytes: d("lethe_store_key_filter_bytes", "Memory of the key filter of document keys."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.free, c.size, c.reserve, c.ballast, c.quota, c.used, c.refusing, c.waiting, c.refused, c.noSpace, c.slow, c.readErrs, c.bgErrs, c.stalls, c.stallTime, c.lookups} {
+	for _, d := range []*prometheus.Desc{c.free, c.size, c.reserve, c.ballast, c.quota, c.used, c.refusing, c.waiting, c.refused, c.noSpace, c.slow, c.readErrs, c.bgErrs, c.stalls, c.stallTime, c.lookups, c.filter, c.filterBytes} {
 		ch <- d
 	}
 }
@@ -124,4 +131,7 @@ func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.stallTime, prometheus.CounterValue, s.StallSeconds)
 	counter(c.lookups, s.LookupHits, "hit")
 	counter(c.lookups, s.LookupMisses, "miss")
+	counter(c.filter, s.KeyFilterAbsent, "absent")
+	counter(c.filter, s.KeyFilterMaybe, "maybe")
+	gauge(c.filterBytes, s.KeyFilterBytes)
 }

@@ -79,7 +79,8 @@ func TestStorageSeries(t *testing.T) {
 	st := Storage{Guarded: true, DiskFreeBytes: 100, DiskSizeBytes: 1000, ReserveBytes: 64, BallastBytes: 32,
 		DiskLow: true, QuotaBytes: 500, UsedBytes: 500, RefusedDiskLow: 3, RefusedDiskFull: 2, RefusedQuota: 1,
 		NoSpaceErrors: 4, WaitingWrites: 1, SlowOperations: 5, ReadErrors: 6, BackgroundErrors: 7,
-		StallsMemTables: 8, StallsLevel0: 9, StallSeconds: 1.5}
+		StallsMemTables: 8, StallsLevel0: 9, StallSeconds: 1.5, LookupHits: 10, LookupMisses: 11,
+		KeyFilterAbsent: 12, KeyFilterMaybe: 13, KeyFilterBytes: 14}
 	m := New(Options{Storage: func() Storage { return st }})
 	body := scrapeText(m)
 	for _, want := range []string{
@@ -91,6 +92,9 @@ func TestStorageSeries(t *testing.T) {
 		"lethe_store_read_errors_total 6\n", "lethe_store_background_errors_total 7\n",
 		`lethe_store_write_stalls_total{reason="memtables"} 8` + "\n", `lethe_store_write_stalls_total{reason="level0"} 9` + "\n",
 		"lethe_store_write_stall_seconds_total 1.5\n",
+		`lethe_store_lookup_cache_total{result="hit"} 10` + "\n", `lethe_store_lookup_cache_total{result="miss"} 11` + "\n",
+		`lethe_store_key_filter_total{answer="absent"} 12` + "\n", `lethe_store_key_filter_total{answer="maybe"} 13` + "\n",
+		"lethe_store_key_filter_bytes 14\n",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("scrape lacks %q:\n%s", want, body)

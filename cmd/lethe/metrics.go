@@ -42,7 +42,7 @@ func newMetrics(c *config, eng *engine.Engine, store *pebblekv.Store, pg *pgkv.S
 // storageFigures gathers the disk's and the storage limits' figures for a
 // scrape.
 func storageFigures(eng *engine.Engine, store *pebblekv.Store) metrics.Storage {
-	d, stalls, lookups := store.Disk(), store.Stalls(), store.LookupCache()
+	d, stalls, lookups, filter := store.Disk(), store.Stalls(), store.LookupCache(), store.KeyFilter()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	e := eng.StorageStatus(ctx)
@@ -56,6 +56,7 @@ func storageFigures(eng *engine.Engine, store *pebblekv.Store) metrics.Storage {
 		SlowOperations: d.SlowOperations, ReadErrors: d.ReadErrors, BackgroundErrors: d.BackgroundErrors,
 		StallsMemTables: stalls.MemTables, StallsLevel0: stalls.Level0, StallSeconds: stalls.Time.Seconds(),
 		LookupHits: lookups.Hits, LookupMisses: lookups.Misses,
+		KeyFilterAbsent: filter.Absent, KeyFilterMaybe: filter.Maybe, KeyFilterBytes: filter.Bytes,
 	}
 }
 

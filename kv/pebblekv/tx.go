@@ -163,6 +163,9 @@ type tx struct {
 	// looked counts the writes point reads have looked through in the plain
 	// batch: once they cost more than indexing it would have, it is indexed.
 	looked int
+	// filter, when set, tells keys the store surely does not hold
+	// (keyfilter.go).
+	filter *keyFilter
 }
 
 var _ kv.Tx = (*tx)(nil)
@@ -229,6 +232,12 @@ func (t *tx) Get(key []byte) ([]byte, error) {
 		} else if v, found, err := t.ownWrite(key); err != nil || found {
 			return v, err
 		}
+	}
+	// Not among the writes of a plain batch: the database decides, and the
+	// filter may know it holds nothing there. An indexed batch is read
+	// whole, its writes with the database's.
+	if t.filter != nil && !t.batch.Indexed() && t.filter.absentKey(key) {
+		return nil, kv.ErrNotFound
 	}
 	return t.reader.Get(key)
 }
