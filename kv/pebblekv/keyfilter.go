@@ -263,27 +263,31 @@ func (s *Store) buildKeyFilter(f *keyFilter) error {
 
 	found, err := s.filterScan(f, snap)
 	_ = snap.Close() // only fails on a double close
+	var b *blockedBloom
+	if err == nil && found != nil { // outside the writer lock: a million keys take milliseconds
+		b = newBlockedBloom(max(2*int64(len(found)), minFilterKeys))
+		for _, h := range found {
+			b.add(h)
+		}
+		b.keys = int64(len(found))
+	}
 
 	s.writeSem <- struct{}{} // writers hold it briefly; closing waits for this build
 	defer func() { <-s.writeSem }()
 	noted := f.noted
 	f.building, f.noted = false, nil
-	if err != nil || found == nil {
+	if b == nil {
 		return err
 	}
-	n := int64(len(found) + len(noted))
-	b := newBlockedBloom(max(2*n, minFilterKeys))
-	for _, h := range found {
-		b.add(h)
-	}
-	for _, h := range noted {
-		b.add(h)
-	}
-	b.keys = n
 	f.layers = []*blockedBloom{b}
-	f.keys.Store(n)
-	f.deleted.Add(-deletedBefore) // the deletions since the snapshot remain
+	f.keys.Store(b.keys)
 	f.bytes.Store(b.size())
+	for _, h := range noted {
+		if !f.mayHold(h) {
+			f.add(h)
+		}
+	}
+	f.deleted.Add(-deletedBefore) // the deletions since the snapshot remain
 	f.builds.Add(1)
 	return nil
 }
