@@ -52,7 +52,7 @@ func loadDocs(b *testing.B, e *Engine, prefix string, n, size int, extra string)
 
 func openBenchEngine(b *testing.B, dir string, clock *fakeClock) (*Engine, *pebblekv.Store) {
 	b.Helper()
-	store, err := pebblekv.Open(pebblekv.Options{Dir: dir, FilterPrefix: DocumentKeyPrefix()})
+	store, err := pebblekv.Open(pebblekv.Options{Dir: dir, FilterPrefix: DocumentKeyPrefix(), FilterKeys: DocumentKeys})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -422,7 +422,7 @@ func benchEngine(b *testing.B, durable bool) *Engine {
 // extra container properties.
 func benchEngineWith(b *testing.B, durable bool, now func() time.Time, extra string) *Engine {
 	b.Helper()
-	opts := pebblekv.Options{InMemory: !durable, FilterPrefix: DocumentKeyPrefix()}
+	opts := pebblekv.Options{InMemory: !durable, FilterPrefix: DocumentKeyPrefix(), FilterKeys: DocumentKeys}
 	if durable {
 		opts.Dir = b.TempDir()
 	}

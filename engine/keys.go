@@ -3,9 +3,11 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/kv"
 )
 
 // Key prefixes; docs/format/keys.md describes each structure.
@@ -80,6 +82,36 @@ func IsDocumentKey(key []byte) bool { return len(key) > 0 && key[0] == pfxDoc }
 // nearly always finds nothing: a store may keep a filter of the keys under
 // this prefix to answer that without a search (pebblekv.Options.FilterPrefix).
 func DocumentKeyPrefix() []byte { return []byte{pfxDoc} }
+
+// DocumentKeys passes the primary key of every document r holds to add,
+// until add returns false, for a store's filter of document keys
+// (pebblekv.Options.FilterKeys). It reads them from the insertion-order
+// index, whose entries hold the documents' primary suffixes in a few dozen
+// bytes, where a scan of the documents would read their bodies. Every
+// document has exactly one order entry, written and removed in the same
+// transaction as the document itself (Check verifies both ways). add must
+// copy what it keeps: the key's buffer is reused.
+func DocumentKeys(r kv.Reader, add func(key []byte) bool) error {
+	start := []byte{pfxOrder}
+	it := r.Scan(start, kv.PrefixEnd(start), false)
+	defer it.Close()
+	key := make([]byte, 0, 64)
+	for it.Next() {
+		k := it.Key()
+		if len(k) != 1+8+8 {
+			return fmt.Errorf("order entry %x: %w", k, errCorruptRecord)
+		}
+		suffix, _, _, err := decodeOrderValue(it.Value(), nil)
+		if err != nil {
+			return fmt.Errorf("order entry %x: %w", k, err)
+		}
+		key = append(append(append(key[:0], pfxDoc), k[1:9]...), suffix...)
+		if !add(key) {
+			return nil
+		}
+	}
+	return it.Err()
+}
 
 // docKey returns the primary key of a document from its primary suffix.
 func docKey(coll [8]byte, suffix []byte) []byte {

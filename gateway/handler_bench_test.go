@@ -28,7 +28,7 @@ func benchServer(b *testing.B) (*Server, []byte) {
 	b.Helper()
 	// The key filter of document keys, as lethe serve runs; no lookup cache
 	// (the benchmarks that read a document measure the store's lookup).
-	store, err := pebblekv.Open(pebblekv.Options{InMemory: true, FilterPrefix: engine.DocumentKeyPrefix()})
+	store, err := pebblekv.Open(pebblekv.Options{InMemory: true, FilterPrefix: engine.DocumentKeyPrefix(), FilterKeys: engine.DocumentKeys})
 	if err != nil {
 		b.Fatal(err)
 	}

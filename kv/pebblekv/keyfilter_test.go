@@ -238,6 +238,36 @@ func TestKeyFilterBuildsOnOpen(t *testing.T) {
 	}
 }
 
+// With Options.FilterKeys the filter is built from what it lists, here an
+// index of the keys under another prefix, not from a scan of its own.
+func TestKeyFilterBuildsFromFilterKeys(t *testing.T) {
+	keys := docKeys(0, 3000)
+	index := make([]string, len(keys))
+	for i, k := range keys {
+		index[i] = "X" + k[1:]
+	}
+	dir := storeKeys(t, append(keys, index[:2000]...)...) // the index lacks the last thousand
+	s, err := Open(Options{Dir: dir, FilterPrefix: []byte("D"), FilterKeys: func(r kv.Reader, add func([]byte) bool) error {
+		it := r.Scan([]byte("X"), []byte("Y"), false)
+		defer it.Close()
+		for it.Next() {
+			if !add(append([]byte("D"), it.Key()[1:]...)) {
+				return nil
+			}
+		}
+		return it.Err()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	waitFilterBuilds(t, s, 1)
+	if st := s.KeyFilter(); st.Keys != 2000 {
+		t.Fatalf("the filter holds %d keys, want the 2,000 FilterKeys listed: %+v", st.Keys, st)
+	}
+	checkHeld(t, s, keys[:2000], nil)
+}
+
 // Once more than half the keys it holds are deleted, the filter is built
 // again from the keys that remain, and holds no more than they.
 func TestKeyFilterRebuildsAfterDeletions(t *testing.T) {
@@ -253,6 +283,30 @@ func TestKeyFilterRebuildsAfterDeletions(t *testing.T) {
 		t.Errorf("after the rebuild the filter holds %d keys, %d of them deleted; want the %d kept: %+v", st.Keys, st.Deleted, len(kept), st)
 	}
 	checkHeld(t, s, kept, gone[:100])
+}
+
+// A range deletion over the prefix removes an unknown number of keys (a
+// dropped container): the filter is built again from what remains; one
+// beside the prefix changes nothing.
+func TestKeyFilterRebuildsAfterRangeDeletion(t *testing.T) {
+	s := openFiltered(t, "", []byte("D"))
+	keys := docKeys(0, minFilterKeys+minFilterKeys/2)
+	inBatches(t, s, keys, setValue)
+	update(t, s, func(tx kv.Tx) error { return tx.DeleteRange([]byte("E"), []byte("F")) })
+	update(t, s, func(tx kv.Tx) error { return tx.DeleteRange([]byte("C"), []byte("D")) })
+	s.writeSem <- struct{}{} // what commits see, under the writer lock
+	stale := s.filter.stale()
+	<-s.writeSem
+	if stale {
+		t.Fatalf("range deletions beside the prefix call for a rebuild: %+v", s.KeyFilter())
+	}
+	kept := keys[:1000]
+	update(t, s, func(tx kv.Tx) error { return tx.DeleteRange([]byte(keys[1000]), []byte("E")) })
+	waitFilterBuilds(t, s, 1)
+	if st := s.KeyFilter(); st.Keys != int64(len(kept)) {
+		t.Errorf("after the rebuild the filter holds %d keys, want the %d kept: %+v", st.Keys, len(kept), st)
+	}
+	checkHeld(t, s, kept, keys[1000:1100])
 }
 
 // Keys committed while a build scans its snapshot are in the filter it

@@ -129,6 +129,15 @@ type Options struct {
 	// LSM tree (keyfilter.go). An empty, non-nil prefix covers every key.
 	FilterPrefix []byte
 
+	// FilterKeys, if set, lists the keys under FilterPrefix that r holds,
+	// passing each to add (which copies what it keeps) until add returns
+	// false, for the filter's builds: from a structure smaller than the
+	// keys' own values (an index), where a scan of the prefix would read
+	// every value through the block cache. It must list every such key; one
+	// it leaves out may be reported absent while the store holds it. Nil:
+	// the store scans the prefix.
+	FilterKeys func(r kv.Reader, add func(key []byte) bool) error
+
 	// tweak, if set, changes the Pebble options last: for tests that need
 	// Pebble to behave in a way no option offers (no automatic compactions).
 	tweak func(*pebble.Options)
@@ -389,7 +398,7 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		s.lookups = newLookupCache(opts.LookupCacheSize, opts.LookupCacheable)
 	}
 	if opts.FilterPrefix != nil {
-		s.filter = newKeyFilter(opts.FilterPrefix)
+		s.filter = newKeyFilter(opts.FilterPrefix, opts.FilterKeys)
 		if opts.InMemory {
 			s.filter.startEmpty() // a new store holds no key
 		} else {
