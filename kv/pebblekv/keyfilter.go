@@ -121,9 +121,13 @@ func (f *keyFilter) scanPrefix(r kv.Reader, add func(key []byte) bool) error {
 
 // startEmpty gives a store that holds no key its filter, with nothing to
 // scan. Only before the store is shared.
-func (f *keyFilter) startEmpty() {
-	b := newBlockedBloom(minFilterKeys)
+func (f *keyFilter) startEmpty() { f.install(newBlockedBloom(minFilterKeys)) }
+
+// install makes b, which holds b.keys keys, the filter's only layer. The
+// caller holds the writer lock, or the store is not yet shared.
+func (f *keyFilter) install(b *blockedBloom) {
 	f.layers = []*blockedBloom{b}
+	f.keys.Store(b.keys)
 	f.bytes.Store(b.size())
 }
 
@@ -323,9 +327,7 @@ func (s *Store) buildKeyFilter(f *keyFilter) error {
 	if b == nil {
 		return err
 	}
-	f.layers = []*blockedBloom{b}
-	f.keys.Store(b.keys)
-	f.bytes.Store(b.size())
+	f.install(b)
 	for _, h := range noted {
 		if !f.mayHold(h) {
 			f.add(h)
