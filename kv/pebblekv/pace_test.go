@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -81,10 +82,28 @@ func TestPacerRest(t *testing.T) {
 func flushAndCompact(t *testing.T, s *Store) {
 	t.Helper()
 	ctx := context.Background()
-	value := bytes.Repeat([]byte("v"), 200)
+	// Values that do not compress, so that the compaction writes its 1.2 MB
+	// in many blocks, faster than the write rate of the tests that set one
+	// even on a slow (race-detecting) build: a repeated byte compressed to a
+	// few writes, and a slow enough compaction then never had to wait.
+	rng := rand.New(rand.NewPCG(7, 7))
 	const rounds, perRound = 3, 2000
 	for r := range rounds { // overlapping level-0 tables for the compaction to merge
-		putKeys(t, s, perRound, func(i int) int { return i*rounds + r }, value)
+		err := s.Update(ctx, func(tx kv.Tx) error {
+			for i := range perRound {
+				value := make([]byte, 200)
+				for j := range value {
+					value[j] = byte(rng.Uint32())
+				}
+				if err := tx.Put(fmt.Appendf(nil, "k%06d", i*rounds+r), value); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := s.db.Flush(); err != nil {
 			t.Fatal(err)
 		}
