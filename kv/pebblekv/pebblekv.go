@@ -387,7 +387,7 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 	// write-ahead log, a MANIFEST), open read-only: reads are served, writes
 	// refused, and the store reopens for writing once space returns.
 	readOnly := s.space != nil && s.space.exhausted.Load()
-	db, err := pebble.Open(dir, s.options(readOnly))
+	db, err := s.openPebble(readOnly)
 	if err != nil {
 		s.stopWatchers()
 		return nil, fmt.Errorf("pebblekv: open %s: %w", desc, err)
@@ -469,6 +469,20 @@ func (s *Store) pebbleOptions(opts Options, fs vfs.FS, memTable int64, readOnly 
 	return po
 }
 
+// openPebble opens the database with the store's options, its compactions
+// held back until Open has returned (gatedScheduler).
+func (s *Store) openPebble(readOnly bool) (*pebble.DB, error) {
+	po := s.options(readOnly)
+	gate := gateCompactions(po)
+	db, err := pebble.Open(s.dir, po)
+	if err != nil {
+		gate.abandon()
+		return nil, err
+	}
+	gate.openGate()
+	return db, nil
+}
+
 // setDB installs db as the store's database. The caller holds closeMu for
 // writing, or the store is not yet shared.
 func (s *Store) setDB(db *pebble.DB, readOnly bool) {
@@ -519,12 +533,12 @@ func (s *Store) reopenWritable() error {
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close read-only: %w", err)
 	}
-	db, err := pebble.Open(s.dir, s.options(false))
+	db, err := s.openPebble(false)
 	if err == nil {
 		s.setDB(db, false)
 		return nil
 	}
-	ro, rerr := pebble.Open(s.dir, s.options(true))
+	ro, rerr := s.openPebble(true)
 	if rerr != nil {
 		// Neither: every call fails from now on, as after Close.
 		s.closed = true
