@@ -175,7 +175,7 @@ func BenchmarkOpenWithDocs(b *testing.B) {
 	}
 	// restart opens the store, serves the first read, and returns how long
 	// that took and how long after the open began the store's filter of
-	// document keys was built from its documents (in the background:
+	// document keys was built from the order index (in the background:
 	// creates search the store until then).
 	restart := func(b *testing.B, dir string) (served, built time.Duration) {
 		start := time.Now()
