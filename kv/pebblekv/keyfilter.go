@@ -338,16 +338,6 @@ func (s *Store) buildKeyFilter(f *keyFilter) error {
 	return nil
 }
 
-// lockWriter takes the writer lock, unless stop closes first.
-func (s *Store) lockWriter(stop <-chan struct{}) bool {
-	select {
-	case s.writeSem <- struct{}{}:
-		return true
-	case <-stop:
-		return false
-	}
-}
-
 // filterScan returns the hashes of the keys of f's prefix in snap, or nil
 // without an error when the store began closing meanwhile. It runs as a
 // background job, at the lowest CPU priority where the store's flushes and

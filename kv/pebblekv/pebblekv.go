@@ -638,6 +638,17 @@ func (s *Store) UpdateNoSync(ctx context.Context, fn func(kv.Tx) error) error {
 	return s.update(ctx, fn, false)
 }
 
+// lockWriter takes the writer lock, unless stop closes first (an Update's
+// context is done, or a filter build is told to stop).
+func (s *Store) lockWriter(stop <-chan struct{}) bool {
+	select {
+	case s.writeSem <- struct{}{}:
+		return true
+	case <-stop:
+		return false
+	}
+}
+
 func (s *Store) update(ctx context.Context, fn func(kv.Tx) error, sync bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -651,9 +662,7 @@ func (s *Store) update(ctx context.Context, fn func(kv.Tx) error, sync bool) err
 		return fmt.Errorf("pebblekv: write to %s: %w", s.desc, kv.ErrNoSpace)
 	}
 
-	select {
-	case s.writeSem <- struct{}{}:
-	case <-ctx.Done():
+	if !s.lockWriter(ctx.Done()) {
 		return ctx.Err()
 	}
 	wrote, err := s.runUpdate(ctx, fn) // releases writeSem
