@@ -375,23 +375,55 @@ func benchCreates(b *testing.B, e *Engine, par int) {
 	})
 }
 
-// BenchmarkRSSAfterLoad loads LETHE_BENCH_DOCS 1 KB documents into a durable
-// store and reports the process's resident memory (VmRSS) and its peak
-// (VmHWM), a stand-in for the server's memory with that many documents.
+// BenchmarkRSSAfterLoad loads LETHE_BENCH_DOCS 1 KB documents and reports
+// the process's resident memory (VmRSS) and its peak (VmHWM), a stand-in for
+// the server's memory with that many documents, and what the store's tables
+// take (table-MiB: on disk for a durable store, in memory for an InMemory
+// one). The stores are opened as lethe serve opens them, but for the
+// background work. A durable store is loaded without and with the change
+// feed's log and time to live; an InMemory one with them, as users run it.
+// Run one case at a time (-bench RSSAfterLoad/inmemory): the memory of one
+// is not all returned before the next.
 func BenchmarkRSSAfterLoad(b *testing.B) {
 	n := benchEnv("LETHE_BENCH_DOCS", 100_000)
-	for range b.N {
-		clock := newFakeClock()
-		e, store := openBenchEngine(b, b.TempDir(), clock)
-		benchContainer(b, e, "")
-		loadDocs(b, e, "d", n, 1024, "")
-		runtime.GC()
-		debug.FreeOSMemory()
-		rss, hwm := procMemory()
-		b.ReportMetric(float64(rss)/(1<<20), "RSS-MiB")
-		b.ReportMetric(float64(hwm)/(1<<20), "peak-MiB")
-		e.Close()
-		store.Close()
+	cases := []struct {
+		name    string
+		durable bool
+		extra   string
+	}{
+		{"durable/log+ttl=off", true, ""},
+		{"durable/log+ttl=on", true, `"changeFeedPolicy":{"retentionDuration":60},"defaultTtl":3600`},
+		{"inmemory/log+ttl=on", false, `"changeFeedPolicy":{"retentionDuration":60},"defaultTtl":3600`},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				opts := pebblekv.Options{InMemory: true, LookupCacheSize: pebblekv.DefaultInMemoryLookupCacheSize,
+					LookupCacheable: IsDocumentKey, FilterPrefix: DocumentKeyPrefix(), FilterKeys: DocumentKeys}
+				if c.durable {
+					opts = pebblekv.Options{Dir: b.TempDir(), LookupCacheSize: pebblekv.DefaultLookupCacheSize,
+						LookupCacheable: IsDocumentKey, FilterPrefix: DocumentKeyPrefix(), FilterKeys: DocumentKeys}
+				}
+				store, err := pebblekv.Open(opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				e, err := Open(ctx, Options{Store: store, Now: newFakeClock().Now, DisableBackground: true, StoreBacklogged: store.Backlogged})
+				if err != nil {
+					b.Fatal(err)
+				}
+				benchContainer(b, e, c.extra)
+				loadDocs(b, e, "d", n, 1024, "")
+				runtime.GC()
+				debug.FreeOSMemory()
+				rss, hwm := procMemory()
+				b.ReportMetric(float64(rss)/(1<<20), "RSS-MiB")
+				b.ReportMetric(float64(hwm)/(1<<20), "peak-MiB")
+				b.ReportMetric(float64(store.IOStats().LiveTableBytes)/(1<<20), "table-MiB")
+				e.Close()
+				store.Close()
+			}
+		})
 	}
 }
 

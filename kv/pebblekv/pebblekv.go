@@ -187,9 +187,49 @@ const DefaultInMemoryCacheSize = 64 << 20
 const DefaultMemTableSize = 8 << 20
 
 // InMemoryMemTableSize is the size of each memtable of an InMemory store:
-// 32 MiB. There the data is in memory anyway, and smaller memtables made
-// creates dearer (8 MiB: 105 us of server CPU against 97).
-const InMemoryMemTableSize = 32 << 20
+// 16 MiB. Pebble keeps two resident (one taking writes, one kept for
+// reuse), and they hold their documents uncompressed. With
+// compactions out of level 0 still starting at inMemoryL0CompactionThreshold
+// tables and inMemoryCompression, 16 MiB took an in-memory server from
+// 202-210 MB to 158-165 MB after the issue-21 workloads (lethe bench,
+// 30,000 documents, time to live and the change feed on, three alternating
+// rounds), creates, reads and partition queries within the spread of the
+// rounds (BENCHMARKS.md, seventeenth session). The price is paid by large
+// loads: compactions out of level 0 come twice as often, and loading a
+// million documents took 100-107 s of CPU against 81-85 with 32 MiB
+// (BenchmarkRSSAfterLoad), with or without inMemoryCompression.
+const InMemoryMemTableSize = 16 << 20
+
+// inMemoryL0CompactionThreshold is how many level-0 tables start a
+// compaction out of level 0 in an InMemory store: four, Pebble's default,
+// whatever the memtable size. The larger thresholds of a store on disk
+// (l0CompactionThreshold) serve the purge's rewrites of a level on disk; in
+// memory, with 16 MiB memtables, eight tables cost partition queries, which
+// merge every level-0 table they overlap: 0.75-0.77 of the ceiling in three
+// rounds against 0.81-0.86 with 32 MiB memtables and four tables; with 16
+// MiB and four, 0.81-0.82 against 0.77-0.84.
+const inMemoryL0CompactionThreshold = 4
+
+// compactionThreshold returns the level-0 compaction threshold of a store
+// with memtables of memTable bytes.
+func compactionThreshold(inMemory bool, memTable int64) int {
+	if inMemory {
+		return inMemoryL0CompactionThreshold
+	}
+	return l0CompactionThreshold(memTable)
+}
+
+// inMemoryCompression is the compression of an InMemory store's tables,
+// whose bytes are the store's memory: Pebble's "balanced" settings, zstd at
+// level 1 for the lowest level, where settled data lies, and the fastest
+// compression above it, where flushes and most compactions write. Measured
+// on 1 KB documents of words, numbers and identifiers settled into the
+// lowest level (BenchmarkInMemoryColdGet): 497 bytes a document against 754
+// with Pebble's default (snappy everywhere), for 17-18 us against 11 a
+// point read that neither the block cache nor the lookup cache answers.
+// A store on disk keeps the default: its reads miss its small caches far
+// more often, and disk space is cheaper than memory.
+func inMemoryCompression() pebble.DBCompressionSettings { return pebble.DBCompressionBalanced }
 
 // defaultL0CompactionBytes is about how much a compaction out of level 0
 // takes in: Pebble starts one when level 0 holds L0CompactionThreshold
@@ -376,7 +416,7 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		pfs = pacedFS{FS: pfs, p: s.pace}
 	}
 	s.jobs = &jobCounter{notify: opts.Jobs}
-	s.l0.depth = pacedL0Factor * l0CompactionThreshold(memTable)
+	s.l0.depth = pacedL0Factor * compactionThreshold(opts.InMemory, memTable)
 	s.options = func(readOnly bool) *pebble.Options {
 		return s.pebbleOptions(opts, pfs, memTable, readOnly)
 	}
@@ -435,7 +475,7 @@ func (s *Store) pebbleOptions(opts Options, fs vfs.FS, memTable int64, readOnly 
 		DisableWAL:         opts.InMemory,
 	}
 	po.MemTableSize = uint64(memTable)
-	po.L0CompactionThreshold = l0CompactionThreshold(memTable)
+	po.L0CompactionThreshold = compactionThreshold(opts.InMemory, memTable)
 	po.L0StopWritesThreshold = l0StopWritesFactor * po.L0CompactionThreshold
 	po.MemTableStopWritesThreshold = memTableStopWrites(memTable)
 	blocks := int64(DefaultCacheSize)
@@ -463,6 +503,10 @@ func (s *Store) pebbleOptions(opts Options, fs vfs.FS, memTable int64, readOnly 
 	}
 	s.stalls.listen(events)
 	po.EventListener = events
+	if opts.InMemory {
+		// See inMemoryCompression.
+		po.ApplyCompressionSettings(inMemoryCompression)
+	}
 	if opts.tweak != nil {
 		opts.tweak(po)
 	}
