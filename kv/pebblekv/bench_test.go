@@ -175,6 +175,30 @@ func benchDocument(rng *rand.Rand, i int) []byte {
 	return append(b, '}')
 }
 
+// putSettledDocuments writes benchDocument(rng, j) at kvtest.BenchKey(j) for
+// j below n, rng seeded with seed, and compacts everything into the lowest
+// level, where settled data lies.
+func putSettledDocuments(tb testing.TB, s *Store, n int, seed uint64) {
+	tb.Helper()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for i := 0; i < n; i += 1000 {
+		if err := s.Update(ctx, func(tx kv.Tx) error {
+			for j := i; j < min(n, i+1000); j++ {
+				if err := tx.Put(kvtest.BenchKey(j), benchDocument(rng, j)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := s.db.Compact(ctx, []byte{0}, []byte{0xff}, false); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // BenchmarkInMemoryColdGet measures a point read of a 1 KB document that
 // neither the block cache nor the lookup cache holds, in an InMemory store
 // of 100,000 documents settled into its lowest level: the cost of reading
@@ -188,25 +212,8 @@ func BenchmarkInMemoryColdGet(b *testing.B) {
 	}
 	defer s.Close()
 	ctx := context.Background()
+	putSettledDocuments(b, s, n, 1)
 	rng := rand.New(rand.NewPCG(1, 2))
-	for i := 0; i < n; i += 1000 {
-		if err := s.Update(ctx, func(tx kv.Tx) error {
-			for j := i; j < i+1000; j++ {
-				if err := tx.Put(kvtest.BenchKey(j), benchDocument(rng, j)); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := s.Settle(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.db.Compact(ctx, []byte{0}, []byte{0xff}, false); err != nil {
-		b.Fatal(err)
-	}
 	tables := s.IOStats().LiveTableBytes
 	b.ReportAllocs()
 	for b.Loop() {

@@ -196,7 +196,7 @@ const DefaultMemTableSize = 8 << 20
 // rounds), creates, reads and partition queries within the spread of the
 // rounds (BENCHMARKS.md, seventeenth session). The price is paid by large
 // loads: compactions out of level 0 come twice as often, and loading a
-// million documents took 100-107 s of CPU against 81-85 with 32 MiB
+// million documents took 106-107 s of CPU against 85 with 32 MiB
 // (BenchmarkRSSAfterLoad), with or without inMemoryCompression.
 const InMemoryMemTableSize = 16 << 20
 

@@ -689,23 +689,8 @@ func TestInMemoryCompressesSettledData(t *testing.T) {
 	ctx := context.Background()
 	settled := func(s *Store) uint64 {
 		t.Helper()
-		rng := rand.New(rand.NewPCG(3, 4))
-		for i := 0; i < n; i += 1000 {
-			if err := s.Update(ctx, func(tx kv.Tx) error {
-				for j := i; j < i+1000; j++ {
-					if err := tx.Put(kvtest.BenchKey(j), benchDocument(rng, j)); err != nil {
-						return err
-					}
-				}
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := s.db.Compact(ctx, []byte{0}, []byte{0xff}, false); err != nil {
-			t.Fatal(err)
-		}
-		rng = rand.New(rand.NewPCG(3, 4))
+		putSettledDocuments(t, s, n, 3)
+		rng := rand.New(rand.NewPCG(3, 3))
 		if err := s.View(ctx, func(r kv.Reader) error {
 			for j := range n {
 				v, err := r.Get(kvtest.BenchKey(j))
