@@ -194,10 +194,12 @@ const DefaultMemTableSize = 8 << 20
 // 202-210 MB to 158-165 MB after the issue-21 workloads (lethe bench,
 // 30,000 documents, time to live and the change feed on, three alternating
 // rounds), creates, reads and partition queries within the spread of the
-// rounds (BENCHMARKS.md, seventeenth session). The price is paid by large
-// loads: compactions out of level 0 come twice as often, and loading a
-// million documents took 106-107 s of CPU against 85 with 32 MiB
-// (BenchmarkRSSAfterLoad), with or without inMemoryCompression.
+// rounds (BENCHMARKS.md, seventeenth session); under creates that expire
+// 10 s later with the purge on, 212-221 MB against 383-427. The price is
+// paid by writes that keep coming into a large store: compactions out of
+// level 0 come twice as often, loading a million documents took 106-107 s
+// of CPU against 85 with 32 MiB (BenchmarkRSSAfterLoad), with or without
+// inMemoryCompression, and the sustained creates cost 10-30% more.
 const InMemoryMemTableSize = 16 << 20
 
 // inMemoryL0CompactionThreshold is how many level-0 tables start a
