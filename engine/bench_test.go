@@ -386,23 +386,14 @@ func benchCreates(b *testing.B, e *Engine, par int) {
 // is not all returned before the next.
 func BenchmarkRSSAfterLoad(b *testing.B) {
 	n := benchEnv("LETHE_BENCH_DOCS", 100_000)
-	cases := []struct {
-		name    string
-		durable bool
-		extra   string
-	}{
-		{"durable/log+ttl=off", true, ""},
-		{"durable/log+ttl=on", true, `"changeFeedPolicy":{"retentionDuration":60},"defaultTtl":3600`},
-		{"inmemory/log+ttl=on", false, `"changeFeedPolicy":{"retentionDuration":60},"defaultTtl":3600`},
-	}
-	for _, c := range cases {
-		b.Run(c.name, func(b *testing.B) {
+	for _, c := range []struct{ durable, on bool }{{true, false}, {true, true}, {false, true}} {
+		kind, feedAndTTL, extra := benchCase(c.durable, c.on)
+		b.Run(kind+"/log+ttl="+feedAndTTL, func(b *testing.B) {
 			for range b.N {
-				opts := pebblekv.Options{InMemory: true, LookupCacheSize: pebblekv.DefaultInMemoryLookupCacheSize,
+				opts := pebblekv.Options{InMemory: !c.durable, LookupCacheSize: pebblekv.DefaultInMemoryLookupCacheSize,
 					LookupCacheable: IsDocumentKey, FilterPrefix: DocumentKeyPrefix(), FilterKeys: DocumentKeys}
 				if c.durable {
-					opts = pebblekv.Options{Dir: b.TempDir(), LookupCacheSize: pebblekv.DefaultLookupCacheSize,
-						LookupCacheable: IsDocumentKey, FilterPrefix: DocumentKeyPrefix(), FilterKeys: DocumentKeys}
+					opts.Dir, opts.LookupCacheSize = b.TempDir(), pebblekv.DefaultLookupCacheSize
 				}
 				store, err := pebblekv.Open(opts)
 				if err != nil {
@@ -412,7 +403,7 @@ func BenchmarkRSSAfterLoad(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				benchContainer(b, e, c.extra)
+				benchContainer(b, e, extra)
 				loadDocs(b, e, "d", n, 1024, "")
 				runtime.GC()
 				debug.FreeOSMemory()

@@ -89,21 +89,13 @@ func flushAndCompact(t *testing.T, s *Store) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	const rounds, perRound = 3, 2000
 	for r := range rounds { // overlapping level-0 tables for the compaction to merge
-		err := s.Update(ctx, func(tx kv.Tx) error {
-			for i := range perRound {
-				value := make([]byte, 200)
-				for j := range value {
-					value[j] = byte(rng.Uint32())
-				}
-				if err := tx.Put(fmt.Appendf(nil, "k%06d", i*rounds+r), value); err != nil {
-					return err
-				}
+		putValues(t, s, perRound, func(i int) int { return i*rounds + r }, func(int) []byte {
+			value := make([]byte, 200)
+			for j := range value {
+				value[j] = byte(rng.Uint32())
 			}
-			return nil
+			return value
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if err := s.db.Flush(); err != nil {
 			t.Fatal(err)
 		}

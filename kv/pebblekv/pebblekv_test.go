@@ -616,9 +616,15 @@ func TestBlockCacheAndFilters(t *testing.T) {
 // putKeys writes n keys "k<key(j)>" (six digits) with value in one transaction.
 func putKeys(t *testing.T, s *Store, n int, key func(j int) int, value []byte) {
 	t.Helper()
+	putValues(t, s, n, key, func(int) []byte { return value })
+}
+
+// putValues is putKeys with the value of each key from value(j).
+func putValues(t *testing.T, s *Store, n int, key func(j int) int, value func(j int) []byte) {
+	t.Helper()
 	err := s.Update(context.Background(), func(tx kv.Tx) error {
 		for j := range n {
-			if err := tx.Put(fmt.Appendf(nil, "k%06d", key(j)), value); err != nil {
+			if err := tx.Put(fmt.Appendf(nil, "k%06d", key(j)), value(j)); err != nil {
 				return err
 			}
 		}
