@@ -386,7 +386,7 @@ func benchCreates(b *testing.B, e *Engine, par int) {
 // is not all returned before the next.
 func BenchmarkRSSAfterLoad(b *testing.B) {
 	n := benchEnv("LETHE_BENCH_DOCS", 100_000)
-	for _, c := range []struct{ durable, on bool }{{true, false}, {true, true}, {false, true}} {
+	for _, c := range []struct{ durable, on bool }{{true, false}, {true, true}, {false, false}, {false, true}} {
 		kind, feedAndTTL, extra := benchCase(c.durable, c.on)
 		b.Run(kind+"/log+ttl="+feedAndTTL, func(b *testing.B) {
 			for range b.N {

@@ -688,8 +688,9 @@ func TestMemTableSizing(t *testing.T) {
 // TestInMemoryCompressesSettledData checks that an InMemory store, whose
 // tables are its memory, keeps data that has settled into the lowest level
 // in markedly fewer bytes than a store on disk keeps the same data (zstd
-// there against the fast compression everywhere on disk), and reads every
-// value back intact.
+// in larger blocks there, against the fast compression in Pebble's 4 KiB
+// blocks on disk), and reads every value back intact. Measured: 56% of the
+// bytes on disk; 66% with zstd in 4 KiB blocks, 100% with neither.
 func TestInMemoryCompressesSettledData(t *testing.T) {
 	const n = 20_000
 	ctx := context.Background()
@@ -721,7 +722,7 @@ func TestInMemoryCompressesSettledData(t *testing.T) {
 	t.Cleanup(func() { _ = disk.Close() })
 	onDisk := settled(disk)
 	t.Logf("tables of %d documents: %d bytes in memory, %d on disk", n, mem, onDisk)
-	if mem*10 > onDisk*8 {
-		t.Errorf("tables of %d documents: %d bytes in memory against %d on disk; want at least a fifth fewer in memory", n, mem, onDisk)
+	if mem*5 > onDisk*3 {
+		t.Errorf("tables of %d documents: %d bytes in memory against %d on disk; want at least two fifths fewer in memory", n, mem, onDisk)
 	}
 }
