@@ -380,9 +380,10 @@ func benchCreates(b *testing.B, e *Engine, par int) {
 // the server's memory with that many documents, and what the store's tables
 // take (table-MiB: on disk for a durable store, in memory for an InMemory
 // one). The stores are opened as lethe serve opens them, but for the
-// background work. A durable store is loaded without and with the change
-// feed's log and time to live; an InMemory one with them, as users run it.
-// Run one case at a time (-bench RSSAfterLoad/inmemory): the memory of one
+// background work. Each store is loaded without and with the change feed's
+// log and time to live (lethe serve's default, and as applications that
+// keep sessions or events run it).
+// Run one case at a time (-bench 'RSSAfterLoad/inmemory/log.ttl=on$'): the memory of one
 // is not all returned before the next.
 func BenchmarkRSSAfterLoad(b *testing.B) {
 	n := benchEnv("LETHE_BENCH_DOCS", 100_000)
