@@ -380,11 +380,11 @@ func benchCreates(b *testing.B, e *Engine, par int) {
 // the server's memory with that many documents, and what the store's tables
 // take (table-MiB: on disk for a durable store, in memory for an InMemory
 // one). The stores are opened as lethe serve opens them, but for the
-// background work. Each store is loaded without and with the change feed's
-// log and time to live (lethe serve's default, and as applications that
-// keep sessions or events run it).
-// Run one case at a time (-bench 'RSSAfterLoad/inmemory/log.ttl=on$'): the memory of one
-// is not all returned before the next.
+// background work. Each store is loaded without the change feed's log and
+// time to live (lethe serve's default) and with them (as applications that
+// keep sessions or events run it). Run one case a process (-bench
+// 'RSSAfterLoad/inmemory/log.ttl=on$'): the memory of one is not all
+// returned before the next.
 func BenchmarkRSSAfterLoad(b *testing.B) {
 	n := benchEnv("LETHE_BENCH_DOCS", 100_000)
 	for _, c := range []struct{ durable, on bool }{{true, false}, {true, true}, {false, false}, {false, true}} {

@@ -240,11 +240,13 @@ func inMemoryCompression() pebble.DBCompressionSettings { return pebble.DBCompre
 // the same block holds: a 4 KiB block holds three 1 KB documents. Measured
 // with inMemoryCompression (BenchmarkInMemoryColdGet, 100,000 documents of
 // words, numbers and identifiers): 420 table bytes a document against 497,
-// for 32 us against 18 a point read that no cache answers (32 KiB: 385
-// bytes, 48 us); lethe bench's documents, whose padding repeats, took half
-// the tables' bytes (BenchmarkRSSAfterLoad, 200,000 documents, time to live
-// and the log on: 37 MiB against 75). The lookup cache answers most point
-// reads of a busy server before any block is read.
+// and a point read that no cache answers took 32 us against 18 (32 KiB
+// blocks: 385 bytes, 48 us). lethe bench's documents, whose padding repeats,
+// took half the tables' bytes (BenchmarkRSSAfterLoad, 200,000 documents,
+// time to live and the log on: 37 MiB against 75). The lookup cache answers
+// most point reads of a busy server before any block is read; where it does
+// not (300,000 documents read at random), reads cost up to a tenth more
+// server CPU.
 const inMemoryBlockSize = 16 << 10
 
 // defaultL0CompactionBytes is about how much a compaction out of level 0
