@@ -266,8 +266,6 @@ func (g *spaceGuard) poll(mayCreate bool) {
 	g.total.Store(int64(du.TotalBytes))
 	wasLow, wasExhausted := g.low.Load(), g.exhausted.Load()
 	low, exhausted := spaceState(free, g.reserve, g.ballastHeld, g.waitingWAL.Load() > 0)
-	g.low.Store(low)
-	g.exhausted.Store(exhausted)
 	switch {
 	case exhausted && !wasExhausted:
 		g.log.Error("pebblekv: disk full: refusing every write until space returns", "dir", g.dir, "free_bytes", free)
@@ -276,6 +274,10 @@ func (g *spaceGuard) poll(mayCreate bool) {
 	case !low && !exhausted && (wasLow || wasExhausted):
 		g.log.Info("pebblekv: disk space returned: accepting writes again", "dir", g.dir, "free_bytes", free)
 	}
+	// Published after its log line, so that whoever sees the new state (a
+	// test that waits for it) finds the line too.
+	g.low.Store(low)
+	g.exhausted.Store(exhausted)
 }
 
 // releaseBallastLocked removes the ballast file. g.mu must be held.
