@@ -575,7 +575,6 @@ func (s *Store) reopenWhenSpace() {
 		}
 		switch err := s.reopenWritable(); {
 		case err == nil:
-			s.log.Info("pebblekv: disk space returned: reopened for writing", "dir", s.desc, "free_bytes", s.space.free.Load())
 			return
 		case errors.Is(err, kv.ErrClosed):
 			return
@@ -600,6 +599,9 @@ func (s *Store) reopenWritable() error {
 	}
 	db, err := s.openPebble(false)
 	if err == nil {
+		// Logged before the store takes writes, so that whoever sees it
+		// writable (a test that waits for it) finds the line too.
+		s.log.Info("pebblekv: disk space returned: reopened for writing", "dir", s.desc, "free_bytes", s.space.free.Load())
 		s.setDB(db, false)
 		return nil
 	}
