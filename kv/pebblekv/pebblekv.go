@@ -245,8 +245,8 @@ func inMemoryCompression() pebble.DBCompressionSettings { return pebble.DBCompre
 // took half the tables' bytes (BenchmarkRSSAfterLoad, 200,000 documents,
 // time to live and the log on: 37 MiB against 75). The lookup cache answers
 // most point reads of a busy server before any block is read; where it does
-// not (300,000 documents read at random), reads cost up to a tenth more
-// server CPU.
+// not (300,000 documents read at random), reads cost 3-14% more server
+// CPU.
 const inMemoryBlockSize = 16 << 10
 
 // defaultL0CompactionBytes is about how much a compaction out of level 0
