@@ -41,14 +41,17 @@ func TestOpenDoesNotWaitForCompactions(t *testing.T) {
 	put("two") // synced to the log, not flushed: a crash leaves it to replay
 	crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
 
-	// Each compaction that begins waits until the test ends, so an Open
-	// that waited for one would never return.
+	// Each compaction that begins waits until the test releases it, so an
+	// Open that waited for one would never return. It waits holding the
+	// database's mutex (Pebble calls CompactionBegin under it), so nothing
+	// that takes the mutex, a snapshot for one, may run until then.
 	began := make(chan struct{})
-	release := make(chan struct{})
+	releaseCh := make(chan struct{})
+	release := sync.OnceFunc(func() { close(releaseCh) })
 	var beginOnce sync.Once
 	var s *Store
 	t.Cleanup(func() {
-		close(release)
+		release()
 		if s != nil {
 			_ = s.Close() // waits for the compaction, released now
 		}
@@ -63,7 +66,7 @@ func TestOpenDoesNotWaitForCompactions(t *testing.T) {
 					prev(info)
 				}
 				beginOnce.Do(func() { close(began) })
-				<-release
+				<-releaseCh
 			}
 		}}, crashed)
 		if err != nil {
@@ -79,10 +82,11 @@ func TestOpenDoesNotWaitForCompactions(t *testing.T) {
 	if s == nil {
 		return
 	}
-	checkValue(t, s, "k042", "two")
 	select {
 	case <-began:
 	case <-time.After(30 * time.Second):
 		t.Fatal("no compaction began after Open: the gate stayed closed")
 	}
+	release()
+	checkValue(t, s, "k042", "two")
 }
