@@ -45,6 +45,12 @@ type Record struct {
 	Second int64
 	// TTLExpired marks a delete that is a TTL expiry.
 	TTLExpired bool
+	// CurrentIsLive marks a create or replace whose version is still the
+	// document's live one: its body is not copied into the log, where it
+	// would be stored twice, and Current is nil; a reader takes it from
+	// the document. Whatever removes or replaces that version writes the
+	// record again with the body, in the same transaction.
+	CurrentIsLive bool
 	// ID and PartitionKey (a JSON object of partition key paths to values,
 	// as metadata.partitionKey) name the document.
 	ID           string
@@ -60,12 +66,21 @@ type Record struct {
 // recordVersion is the first byte of an encoded record.
 const recordVersion = 1
 
+// The bits of an encoded record's flags byte.
+const (
+	flagTTLExpired    = 1
+	flagCurrentIsLive = 2
+)
+
 // Append appends the record's storage encoding to b.
 func (r *Record) Append(b []byte) []byte {
 	b = append(b, recordVersion, byte(r.Op))
 	flags := byte(0)
 	if r.TTLExpired {
-		flags |= 1
+		flags |= flagTTLExpired
+	}
+	if r.CurrentIsLive {
+		flags |= flagCurrentIsLive
 	}
 	b = append(b, flags)
 	b = binary.BigEndian.AppendUint64(b, r.LSN)
@@ -88,10 +103,10 @@ var errBadRecord = errors.New("changefeed: malformed log record")
 
 // DecodeRecord decodes a record encoded by Append; its byte fields alias b.
 func DecodeRecord(b []byte) (Record, error) {
-	if len(b) < 27 || b[0] != recordVersion || b[1] < byte(OpCreate) || b[1] > byte(OpDelete) || b[2]&^1 != 0 {
+	if len(b) < 27 || b[0] != recordVersion || b[1] < byte(OpCreate) || b[1] > byte(OpDelete) || b[2]&^(flagTTLExpired|flagCurrentIsLive) != 0 {
 		return Record{}, errBadRecord
 	}
-	r := Record{Op: Op(b[1]), TTLExpired: b[2]&1 != 0,
+	r := Record{Op: Op(b[1]), TTLExpired: b[2]&flagTTLExpired != 0, CurrentIsLive: b[2]&flagCurrentIsLive != 0,
 		LSN: binary.BigEndian.Uint64(b[3:]), PreviousLSN: binary.BigEndian.Uint64(b[11:]), Second: int64(binary.BigEndian.Uint64(b[19:]))}
 	b = b[27:]
 	n, w := uvarint(b)
@@ -120,6 +135,9 @@ func DecodeRecord(b []byte) (Record, error) {
 		}
 	}
 	r.PartitionKey, r.Current, r.Previous = fields[0], fields[1], fields[2]
+	if r.CurrentIsLive && (r.Op == OpDelete || r.Current != nil) {
+		return Record{}, errBadRecord // only a write has a live version, and its body is elsewhere
+	}
 	return r, nil
 }
 

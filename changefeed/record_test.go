@@ -13,6 +13,7 @@ func TestRecordRoundTripAndWire(t *testing.T) {
 		{Op: OpReplace, LSN: 9, PreviousLSN: 7, Second: 101, ID: "a", PartitionKey: []byte(`{"pk":"p"}`), Current: []byte(`{"id":"a","pk":"p","v":2}`)},
 		{Op: OpDelete, LSN: 12, PreviousLSN: 9, Second: 130, TTLExpired: true, ID: "a\"b", PartitionKey: []byte(`{"pk":"p"}`), Previous: []byte(`{"id":"a","pk":"p","v":2}`)},
 		{Op: OpDelete, LSN: 13, Second: 131, ID: ""},
+		{Op: OpReplace, LSN: 15, PreviousLSN: 13, Second: 140, CurrentIsLive: true},
 	}
 	for _, r := range records {
 		back, err := DecodeRecord(r.Append([]byte("prefix"))[len("prefix"):])
@@ -57,7 +58,14 @@ func TestRecordRoundTripAndWire(t *testing.T) {
 			t.Errorf("%s as a WireRecord: %+v, %v", wire, w, err)
 		}
 	}
-	for _, bad := range [][]byte{nil, {1}, bytes.Repeat([]byte{1}, 27), append(records[0].Append(nil), 0)} {
+	// A live version's body is the document's, never the log's; a delete
+	// has none.
+	liveWithBody := Record{Op: OpCreate, LSN: 7, Second: 100, CurrentIsLive: true, Current: []byte(`{}`)}
+	liveDelete := Record{Op: OpDelete, LSN: 7, Second: 100, CurrentIsLive: true}
+	unknownFlag := records[0].Append(nil)
+	unknownFlag[2] |= 4
+	for _, bad := range [][]byte{nil, {1}, bytes.Repeat([]byte{1}, 27), append(records[0].Append(nil), 0),
+		liveWithBody.Append(nil), liveDelete.Append(nil), unknownFlag} {
 		if _, err := DecodeRecord(bad); err == nil {
 			t.Errorf("DecodeRecord(%x) accepted", bad)
 		}
@@ -69,6 +77,8 @@ func TestRecordRoundTripAndWire(t *testing.T) {
 func FuzzDecodeRecord(f *testing.F) {
 	r := Record{Op: OpDelete, LSN: 12, PreviousLSN: 9, Second: 130, TTLExpired: true, ID: "a", PartitionKey: []byte(`{"pk":"p"}`), Previous: []byte(`{}`)}
 	f.Add(r.Append(nil))
+	live := Record{Op: OpCreate, LSN: 7, Second: 100, CurrentIsLive: true, ID: "b"}
+	f.Add(live.Append(nil))
 	f.Add([]byte{1, 1, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := DecodeRecord(b)

@@ -55,6 +55,7 @@ func checkContainer(r kv.Reader, l *layout, building bool) []error {
 	want := map[string][]byte{} // every key the documents own -> the suffix it must hold
 	var usage usageDelta        // the tallies the stored documents call for
 	sizes := map[string]int{}   // expiry and order entry -> its document's size
+	lsns := map[string]uint64{} // suffix -> its stored version's LSN
 	p := collKey(pfxDoc, coll)
 	it := r.Scan(p, kv.PrefixEnd(p), false)
 	for it.Next() {
@@ -80,6 +81,7 @@ func checkContainer(r kv.Reader, l *layout, building bool) []error {
 			errs = append(errs, fmt.Errorf("document %x: %w", suffix, err))
 			continue
 		}
+		lsns[string(suffix)] = rec.lsn
 		fixed := fixedKeys(l, &rec)
 		usage.add(fixed, len(rec.json), 1)
 		for _, k := range fixed {
@@ -128,7 +130,32 @@ func checkContainer(r kv.Reader, l *layout, building bool) []error {
 	for k, suffix := range want {
 		errs = append(errs, fmt.Errorf("document %x lacks its entry %q", suffix, k))
 	}
+	errs = append(errs, checkLog(r, coll, lsns)...)
 	return append(errs, checkTallies(r, coll, usage)...)
+}
+
+// checkLog checks the change feed log: every record that takes its body
+// from the document (CurrentIsLive) names the version stored, lsns giving
+// each stored document's.
+func checkLog(r kv.Reader, coll [8]byte, lsns map[string]uint64) []error {
+	var errs []error
+	p := collKey(pfxFeedLog, coll)
+	it := r.Scan(p, kv.PrefixEnd(p), false)
+	defer it.Close()
+	for it.Next() {
+		suffix, rec, err := decodeLogValue(it.Value())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("change feed record %x: %w", it.Key(), err))
+			continue
+		}
+		if lsn, ok := lsns[string(suffix)]; rec.CurrentIsLive && (!ok || lsn != rec.LSN) {
+			errs = append(errs, fmt.Errorf("change feed record %x takes the body of version %d of document %x, which is not stored", it.Key(), rec.LSN, suffix))
+		}
+	}
+	if err := it.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 // checkTallies compares the stored usage and expiry tallies with what the

@@ -234,6 +234,11 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 			return nil, err
 		}
 	}
+	if prev != nil {
+		if err := s.logBody(tx, p.suffix, prev); err != nil {
+			return nil, err
+		}
+	}
 	manifest, err := manifestFor(s.l, rec, o)
 	if err != nil {
 		return nil, err
@@ -611,6 +616,9 @@ func (s *scope) deleteTx(e *Engine, tx kv.Tx, suffix []byte, ifMatch string) (*d
 	}
 	if s.logging() {
 		if err := s.logDelete(e, tx, suffix, live); err != nil {
+			return nil, err
+		}
+		if err := s.logBody(tx, suffix, live); err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -171,9 +172,11 @@ func (s *scope) identity(suffix []byte) (string, []byte) {
 }
 
 // logWrite logs rec, just written: a replace of prev, or a create when prev
-// is nil.
+// is nil. The record refers to the document for its body (CurrentIsLive):
+// while the version lives, the log keeps no second copy of it, and logBody
+// writes one when the version goes.
 func (s *scope) logWrite(tx kv.Tx, suffix []byte, rec, prev *docRecord) error {
-	r := changefeed.Record{Op: changefeed.OpCreate, LSN: rec.lsn, Second: rec.feed.Second, Current: rec.json}
+	r := changefeed.Record{Op: changefeed.OpCreate, LSN: rec.lsn, Second: rec.feed.Second, CurrentIsLive: true}
 	if prev != nil {
 		r.Op, r.PreviousLSN = changefeed.OpReplace, prev.lsn
 	}
@@ -271,20 +274,65 @@ func (s *scope) removeExpired(tx kv.Tx, suffix []byte, dead *docRecord) error {
 	if err := s.logExpiry(tx, suffix, dead); err != nil {
 		return err
 	}
+	if err := s.logBody(tx, suffix, dead); err != nil {
+		return err
+	}
 	return s.remove(tx, suffix, dead)
+}
+
+// logBody copies old's body into old's own log record, in the transaction
+// that replaces or removes old, the version at suffix: until then the
+// record took the body from the document (changefeed.Record.CurrentIsLive).
+func (s *scope) logBody(tx kv.Tx, suffix []byte, old *docRecord) error {
+	e, ok, err := s.bodyEntry(tx, suffix, old)
+	if err != nil || !ok {
+		return err
+	}
+	return tx.Put(e.key, e.value)
+}
+
+// bodyEntry returns what logBody writes: old's log record with old's body.
+// ok is false when there is nothing to write: the container keeps no log,
+// or the record is not in it (trimmed, or old was written before the log
+// began), or it holds the body already.
+func (s *scope) bodyEntry(r kv.Reader, suffix []byte, old *docRecord) (e logEntry, ok bool, err error) {
+	if !s.logging() || !old.hasFeed() {
+		return logEntry{}, false, nil
+	}
+	from, err := s.feedFrom(r)
+	if err != nil || old.feed.Second < from {
+		return logEntry{}, false, err
+	}
+	k := feedLogKey(s.rid, old.feed)
+	v, err := r.Get(k)
+	if errors.Is(err, kv.ErrNotFound) {
+		return logEntry{}, false, nil
+	}
+	if err != nil {
+		return logEntry{}, false, fmt.Errorf("read the change feed record of version %d: %w", old.lsn, err)
+	}
+	logged, rec, err := decodeLogValue(v)
+	if err != nil || !rec.CurrentIsLive {
+		return logEntry{}, false, err
+	}
+	if rec.LSN != old.lsn || !bytes.Equal(logged, suffix) {
+		return logEntry{}, false, fmt.Errorf("change feed record %x is of version %d, want %d of %x: %w", k, rec.LSN, old.lsn, suffix, errCorruptRecord)
+	}
+	rec.CurrentIsLive, rec.Current = false, old.json
+	return logEntry{k, encodeLogValue(suffix, &rec)}, true, nil
 }
 
 // decodeSeq returns the sequence number at the end of an index key.
 func decodeSeq(k []byte) uint64 { return binary.BigEndian.Uint64(k[len(k)-8:]) }
 
-// loggedExpiry is an expiry record to write into the log.
-type loggedExpiry struct{ key, value []byte }
+// logEntry is a record to write into the log.
+type logEntry struct{ key, value []byte }
 
-// expiryRecords returns the log records of the expiries of the expired
-// documents at suffixes, which the caller removes (the purge), reading
-// everything before the caller writes anything; none when the container
-// keeps no log.
-func (s *scope) expiryRecords(r kv.Reader, suffixes iter.Seq[[]byte]) ([]loggedExpiry, error) {
+// expiryRecords returns the log records that the removal of the expired
+// documents at suffixes writes (the purge removes them): each one's expiry,
+// and its own record with its body (bodyEntry). It reads everything before
+// the caller writes anything; none when the container keeps no log.
+func (s *scope) expiryRecords(r kv.Reader, suffixes iter.Seq[[]byte]) ([]logEntry, error) {
 	if !s.logging() {
 		return nil, nil
 	}
@@ -292,7 +340,7 @@ func (s *scope) expiryRecords(r kv.Reader, suffixes iter.Seq[[]byte]) ([]loggedE
 	if err != nil {
 		return nil, err
 	}
-	var out []loggedExpiry
+	var out []logEntry
 	for suffix := range suffixes {
 		dead, err := lookup(r, s.rid, suffix)
 		if err != nil {
@@ -302,7 +350,14 @@ func (s *scope) expiryRecords(r kv.Reader, suffixes iter.Seq[[]byte]) ([]loggedE
 			continue
 		}
 		if k, rec, ok := s.expiryRecord(suffix, dead, from); ok {
-			out = append(out, loggedExpiry{feedLogKey(s.rid, k), encodeLogValue(suffix, &rec)})
+			out = append(out, logEntry{feedLogKey(s.rid, k), encodeLogValue(suffix, &rec)})
+		}
+		body, ok, err := s.bodyEntry(r, suffix, dead)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, body)
 		}
 	}
 	return out, nil

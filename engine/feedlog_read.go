@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"time"
 
@@ -57,6 +58,18 @@ func (st *logStream) Next() error {
 	}
 	st.rd.examined++
 	st.rd.bytes += len(st.it.Value())
+	if rec.CurrentIsLive {
+		// The version is the document's live one: its body is there.
+		live, err := lookup(st.rd.r, st.rd.s.rid, suffix)
+		if err != nil {
+			return err
+		}
+		if live == nil || live.lsn != rec.LSN {
+			return fmt.Errorf("change feed record %x: version %d of document %x is not stored: %w", st.it.Key(), rec.LSN, suffix, errCorruptRecord)
+		}
+		rec.Current, rec.CurrentIsLive = live.json, false
+		st.rd.bytes += len(live.json)
+	}
 	st.item = &changefeed.Item{Key: bytes.Clone(st.it.Key()[9:]), Suffix: bytes.Clone(suffix), Rec: rec}
 	// Its byte fields alias the iterator's value: copy them.
 	st.item.Rec.Current, st.item.Rec.Previous = bytes.Clone(rec.Current), bytes.Clone(rec.Previous)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/changefeed"
+	"github.com/lethe-db/lethe/kv"
 )
 
 // avRecord is an all versions and deletes feed record as the wire has it.
@@ -137,6 +139,12 @@ func TestAllVersionsRecordsEveryWrite(t *testing.T) {
 	if recs[1].Metadata.PreviousImageLSN != recs[0].Metadata.LSN || recs[3].Metadata.PreviousImageLSN != recs[2].Metadata.LSN {
 		t.Errorf("previousImageLSN: %+v", recs[:4])
 	}
+	// Each write carries the version it wrote, replaced and deleted ones too.
+	for i, v := range map[int]float64{0: 1, 1: 2, 2: 1, 3: 2, 4: 3, 6: 4} {
+		if recs[i].Current["v"] != v {
+			t.Errorf("record %d (%s): current %v, want v %v", i, recordName(recs[i]), recs[i].Current, v)
+		}
+	}
 	del := recs[7]
 	if del.Metadata.ID != "a" || string(del.Metadata.PartitionKey) != `{"pk":"p"}` || del.Current == nil || len(del.Current) != 0 ||
 		del.Previous["v"] != 4.0 || del.Metadata.PreviousImageLSN != recs[6].Metadata.LSN || del.Metadata.TimeToLiveExpired {
@@ -228,6 +236,88 @@ func TestAllVersionsExpiryExactlyOnce(t *testing.T) {
 	check("after a write over an expired document")
 	te.reopen()
 	check("after a restart")
+}
+
+// TestAllVersionsUniqueKeyTakeover: a create that takes a unique value from
+// an expired document removes that document; the log keeps its version, body
+// and all, and its expiry.
+func TestAllVersionsUniqueKeyTakeover(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":10,"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/email"]}]},`+retain)
+	t0 := te.clock.Now().Unix()
+	if err := te.create("c", `{"id":"old","pk":"p","email":"a@x","v":1}`); err != nil {
+		t.Fatal(err)
+	}
+	te.clock.Advance(10 * time.Second)
+	if err := te.create("c", `{"id":"new","pk":"p","email":"a@x","v":2}`); err != nil {
+		t.Fatalf("taking the expired holder's value: %v", err)
+	}
+	te.clock.Advance(time.Second)
+	recs, _ := te.allVersionsFrom("c", "", 10)
+	want := []string{fmt.Sprint("create old@", t0), fmt.Sprint("expire old@", t0+10), fmt.Sprint("create new@", t0+10)}
+	if got := names(recs); !slices.Equal(got, want) {
+		t.Fatalf("records %v, want %v", got, want)
+	}
+	if recs[0].Current["v"] != 1.0 || recs[1].Previous["v"] != 1.0 || recs[2].Current["v"] != 2.0 {
+		t.Errorf("bodies: %+v", recs)
+	}
+}
+
+// TestLogKeepsNoCopyOfLiveVersions: the log's record of a write refers to
+// the document for its body while that version lives, and gets a copy when
+// a replace, a delete or the purge removes it.
+func TestLogKeepsNoCopyOfLiveVersions(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":-1,`+retain)
+	// logCopies counts the log's records holding marker.
+	logCopies := func(marker string) int {
+		t.Helper()
+		n := 0
+		err := te.store.View(ctx, func(r kv.Reader) error {
+			it := r.Scan([]byte{pfxFeedLog}, []byte{pfxFeedLog + 1}, false)
+			defer it.Close()
+			for it.Next() {
+				if bytes.Contains(it.Value(), []byte(marker)) {
+					n++
+				}
+			}
+			return it.Close()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if err := te.create("c", `{"id":"a","pk":"p","v":"first-version"}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := te.create("c", `{"id":"b","pk":"p","v":"expiring-version","ttl":5}`); err != nil {
+		t.Fatal(err)
+	}
+	if n := logCopies("first-version") + logCopies("expiring-version"); n != 0 {
+		t.Fatalf("the log holds %d copies of live versions", n)
+	}
+	if _, err := te.ReplaceDocument(ctx, ref("c", "a", "p"), []byte(`{"id":"a","pk":"p","v":"second-version"}`), Conditions{}); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := logCopies("first-version"), logCopies("second-version"); a != 1 || b != 0 {
+		t.Errorf("after a replace the log holds %d copies of the replaced version, %d of the live one; want 1 and 0", a, b)
+	}
+	te.mustDelete("c", "a")
+	// The create's record and the delete's previous.
+	if n := logCopies("second-version"); n != 2 {
+		t.Errorf("after the delete the log holds %d copies of the deleted version, want 2", n)
+	}
+	te.clock.Advance(5 * time.Second)
+	if n, err := te.Purge(ctx); err != nil || n != 1 {
+		t.Fatalf("purge: %d, %v", n, err)
+	}
+	// The create's record and the expiry's previous.
+	if n := logCopies("expiring-version"); n != 2 {
+		t.Errorf("after the purge the log holds %d copies of the expired version, want 2", n)
+	}
 }
 
 // TestAllVersionsDefaultTTLLowered: lowering defaultTtl expires many
