@@ -58,6 +58,9 @@ func (st *logStream) Next() error {
 	}
 	st.rd.examined++
 	st.rd.bytes += len(st.it.Value())
+	// The record's byte fields alias the iterator's value: copy them.
+	st.item = &changefeed.Item{Key: bytes.Clone(st.it.Key()[9:]), Suffix: bytes.Clone(suffix), Rec: rec}
+	st.item.Rec.Current, st.item.Rec.Previous = bytes.Clone(rec.Current), bytes.Clone(rec.Previous)
 	if rec.CurrentIsLive {
 		// The version is the document's live one: its body is there.
 		live, err := lookup(st.rd.r, st.rd.s.rid, suffix)
@@ -67,12 +70,9 @@ func (st *logStream) Next() error {
 		if live == nil || live.lsn != rec.LSN {
 			return fmt.Errorf("change feed record %x: version %d of document %x is not stored: %w", st.it.Key(), rec.LSN, suffix, errCorruptRecord)
 		}
-		rec.Current, rec.CurrentIsLive = live.json, false
+		st.item.Rec.Current, st.item.Rec.CurrentIsLive = live.json, false // the lookup's own copy
 		st.rd.bytes += len(live.json)
 	}
-	st.item = &changefeed.Item{Key: bytes.Clone(st.it.Key()[9:]), Suffix: bytes.Clone(suffix), Rec: rec}
-	// Its byte fields alias the iterator's value: copy them.
-	st.item.Rec.Current, st.item.Rec.Previous = bytes.Clone(rec.Current), bytes.Clone(rec.Previous)
 	return nil
 }
 
