@@ -52,10 +52,10 @@ func (e *Engine) Check(ctx context.Context) error {
 func checkContainer(r kv.Reader, l *layout, building bool) []error {
 	coll := l.rid
 	var errs []error
-	want := map[string][]byte{} // every key the documents own -> the suffix it must hold
-	var usage usageDelta        // the tallies the stored documents call for
-	sizes := map[string]int{}   // expiry and order entry -> its document's size
-	lsns := map[string]uint64{} // suffix -> its stored version's LSN
+	want := map[string][]byte{}         // every key the documents own -> the suffix it must hold
+	var usage usageDelta                // the tallies the stored documents call for
+	sizes := map[string]int{}           // expiry and order entry -> its document's size
+	versions := map[string]*docRecord{} // suffix -> its stored version (header only)
 	p := collKey(pfxDoc, coll)
 	it := r.Scan(p, kv.PrefixEnd(p), false)
 	for it.Next() {
@@ -81,7 +81,7 @@ func checkContainer(r kv.Reader, l *layout, building bool) []error {
 			errs = append(errs, fmt.Errorf("document %x: %w", suffix, err))
 			continue
 		}
-		lsns[string(suffix)] = rec.lsn
+		versions[string(suffix)] = &docRecord{lsn: rec.lsn, logRefers: rec.logRefers}
 		fixed := fixedKeys(l, &rec)
 		usage.add(fixed, len(rec.json), 1)
 		for _, k := range fixed {
@@ -130,14 +130,15 @@ func checkContainer(r kv.Reader, l *layout, building bool) []error {
 	for k, suffix := range want {
 		errs = append(errs, fmt.Errorf("document %x lacks its entry %q", suffix, k))
 	}
-	errs = append(errs, checkLog(r, coll, lsns)...)
+	errs = append(errs, checkLog(r, coll, versions)...)
 	return append(errs, checkTallies(r, coll, usage)...)
 }
 
-// checkLog checks the change feed log: every record that takes its body
-// from the document (CurrentIsLive) names the version stored, lsns giving
-// each stored document's.
-func checkLog(r kv.Reader, coll [8]byte, lsns map[string]uint64) []error {
+// checkLog checks the change feed log against the stored versions (by
+// suffix): a record takes its body from the document (CurrentIsLive) exactly
+// when it is the record of the version stored and that version says so
+// (logRefers).
+func checkLog(r kv.Reader, coll [8]byte, versions map[string]*docRecord) []error {
 	var errs []error
 	p := collKey(pfxFeedLog, coll)
 	it := r.Scan(p, kv.PrefixEnd(p), false)
@@ -148,8 +149,13 @@ func checkLog(r kv.Reader, coll [8]byte, lsns map[string]uint64) []error {
 			errs = append(errs, fmt.Errorf("change feed record %x: %w", it.Key(), err))
 			continue
 		}
-		if lsn, ok := lsns[string(suffix)]; rec.CurrentIsLive && (!ok || lsn != rec.LSN) {
-			errs = append(errs, fmt.Errorf("change feed record %x takes the body of version %d of document %x, which is not stored", it.Key(), rec.LSN, suffix))
+		v := versions[string(suffix)]
+		ofStored := v != nil && v.lsn == rec.LSN
+		switch {
+		case rec.CurrentIsLive && !(ofStored && v.logRefers):
+			errs = append(errs, fmt.Errorf("change feed record %x takes the body of version %d of document %x, which is not stored as referred to", it.Key(), rec.LSN, suffix))
+		case !rec.CurrentIsLive && ofStored && v.logRefers:
+			errs = append(errs, fmt.Errorf("change feed record %x copies version %d of document %x, which says its record refers to it", it.Key(), rec.LSN, suffix))
 		}
 	}
 	if err := it.Err(); err != nil {

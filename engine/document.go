@@ -223,6 +223,7 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 		rawTTL = jsonv.Marshal(v)
 	}
 	rec := &docRecord{ts: s.now, seq: seq, own: ttl.Classify(rawTTL), lsn: lsn, feed: e.feedKey(s, lsn)}
+	rec.logRefers = s.logging() && s.outlivesRecord(rec)
 	encoded := rec.encodeWithJSON(o)
 	if len(rec.json) > maxDocBytes {
 		return nil, lethe.Errorf(lethe.CodeEntityTooLarge, "Request size is too large: the document is %d bytes; the limit is %d.", len(rec.json), maxDocBytes)

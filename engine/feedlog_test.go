@@ -244,18 +244,18 @@ func TestAllVersionsExpiryExactlyOnce(t *testing.T) {
 func TestAllVersionsUniqueKeyTakeover(t *testing.T) {
 	te := newTestEngine(t)
 	te.mustDB("db")
-	te.mustContainer("c", `"defaultTtl":10,"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/email"]}]},`+retain)
+	te.mustContainer("c", `"defaultTtl":3600,"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/email"]}]},`+retain)
 	t0 := te.clock.Now().Unix()
 	if err := te.create("c", `{"id":"old","pk":"p","email":"a@x","v":1}`); err != nil {
 		t.Fatal(err)
 	}
-	te.clock.Advance(10 * time.Second)
+	te.clock.Advance(time.Hour) // as long as the log keeps its record
 	if err := te.create("c", `{"id":"new","pk":"p","email":"a@x","v":2}`); err != nil {
 		t.Fatalf("taking the expired holder's value: %v", err)
 	}
 	te.clock.Advance(time.Second)
 	recs, _ := te.allVersionsFrom("c", "", 10)
-	want := []string{fmt.Sprint("create old@", t0), fmt.Sprint("expire old@", t0+10), fmt.Sprint("create new@", t0+10)}
+	want := []string{fmt.Sprint("create old@", t0), fmt.Sprint("expire old@", t0+3600), fmt.Sprint("create new@", t0+3600)}
 	if got := names(recs); !slices.Equal(got, want) {
 		t.Fatalf("records %v, want %v", got, want)
 	}
@@ -266,7 +266,8 @@ func TestAllVersionsUniqueKeyTakeover(t *testing.T) {
 
 // TestLogKeepsNoCopyOfLiveVersions: the log's record of a write refers to
 // the document for its body while that version lives, and gets a copy when
-// a replace, a delete or the purge removes it.
+// a replace, a delete or the purge removes it; a version that expires before
+// the log drops its record gets the copy at once.
 func TestLogKeepsNoCopyOfLiveVersions(t *testing.T) {
 	te := newTestEngine(t)
 	te.mustDB("db")
@@ -290,14 +291,17 @@ func TestLogKeepsNoCopyOfLiveVersions(t *testing.T) {
 		}
 		return n
 	}
-	if err := te.create("c", `{"id":"a","pk":"p","v":"first-version"}`); err != nil {
-		t.Fatal(err)
+	for _, body := range []string{
+		`{"id":"a","pk":"p","v":"first-version"}`,
+		`{"id":"b","pk":"p","v":"short-lived","ttl":5}`,
+		`{"id":"c","pk":"p","v":"long-lived","ttl":3600}`, // the log's retention
+	} {
+		if err := te.create("c", body); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := te.create("c", `{"id":"b","pk":"p","v":"expiring-version","ttl":5}`); err != nil {
-		t.Fatal(err)
-	}
-	if n := logCopies("first-version") + logCopies("expiring-version"); n != 0 {
-		t.Fatalf("the log holds %d copies of live versions", n)
+	if a, b, c := logCopies("first-version"), logCopies("short-lived"), logCopies("long-lived"); a != 0 || b != 1 || c != 0 {
+		t.Fatalf("the log holds %d, %d and %d copies of live versions; want 0, 1 (expiring before its record goes) and 0", a, b, c)
 	}
 	if _, err := te.ReplaceDocument(ctx, ref("c", "a", "p"), []byte(`{"id":"a","pk":"p","v":"second-version"}`), Conditions{}); err != nil {
 		t.Fatal(err)
@@ -310,13 +314,19 @@ func TestLogKeepsNoCopyOfLiveVersions(t *testing.T) {
 	if n := logCopies("second-version"); n != 2 {
 		t.Errorf("after the delete the log holds %d copies of the deleted version, want 2", n)
 	}
-	te.clock.Advance(5 * time.Second)
-	if n, err := te.Purge(ctx); err != nil || n != 1 {
-		t.Fatalf("purge: %d, %v", n, err)
-	}
-	// The create's record and the expiry's previous.
-	if n := logCopies("expiring-version"); n != 2 {
-		t.Errorf("after the purge the log holds %d copies of the expired version, want 2", n)
+	// Each purge adds the expiry's previous; the second also the copy of a
+	// version whose record referred to it.
+	for _, c := range []struct {
+		after  time.Duration
+		marker string
+	}{{5 * time.Second, "short-lived"}, {time.Hour, "long-lived"}} {
+		te.clock.Advance(c.after)
+		if n, err := te.Purge(ctx); err != nil || n != 1 {
+			t.Fatalf("purge: %d, %v", n, err)
+		}
+		if n := logCopies(c.marker); n != 2 {
+			t.Errorf("after the purge the log holds %d copies of the %s version, want 2", n, c.marker)
+		}
 	}
 }
 

@@ -25,10 +25,16 @@ type docRecord struct {
 	// feed is the change feed order key of the last write; zero (Second
 	// 0, Writer 0) in records written before the feed existed (format 1).
 	feed changefeed.Key
-	json []byte // the document as served
+	// logRefers marks a version whose record in the change feed's log takes
+	// its body from this record (changefeed.Record.CurrentIsLive), so that
+	// what replaces or removes the version knows, without reading the log,
+	// that the log needs a copy of it (scope.logBody).
+	logRefers bool
+	json      []byte // the document as served
 }
 
-// Record formats: 1 without the feed key, 2 with it.
+// Record formats: 1 without the feed key, 2 with it, 3 as 2 for a version
+// whose log record refers to it (logRefers).
 const (
 	docHeaderLen   = 34
 	docHeaderLenV2 = docHeaderLen + feedKeyLen
@@ -56,7 +62,10 @@ func (r *docRecord) headerLen() int {
 // that reads decide liveness and preconditions by.
 func (r *docRecord) appendHeader(b []byte) []byte {
 	version := byte(1)
-	if r.hasFeed() {
+	switch {
+	case r.hasFeed() && r.logRefers:
+		version = 3
+	case r.hasFeed():
 		version = 2
 	}
 	b = append(b, version)
@@ -99,17 +108,18 @@ func decodeDoc(v []byte) (docRecord, error) {
 	header := docHeaderLen
 	switch {
 	case len(v) >= docHeaderLen && v[0] == 1:
-	case len(v) >= docHeaderLenV2 && v[0] == 2:
+	case len(v) >= docHeaderLenV2 && (v[0] == 2 || v[0] == 3):
 		header = docHeaderLenV2
 	default:
 		return docRecord{}, fmt.Errorf("%w (%d bytes)", errCorruptRecord, len(v))
 	}
 	r := docRecord{
-		ts:   int64(binary.BigEndian.Uint64(v[1:])),
-		seq:  binary.BigEndian.Uint64(v[9:]),
-		own:  ttl.Own{Kind: ttl.OwnKind(v[17]), Seconds: int64(binary.BigEndian.Uint64(v[18:]))},
-		lsn:  binary.BigEndian.Uint64(v[26:]),
-		json: v[header:],
+		ts:        int64(binary.BigEndian.Uint64(v[1:])),
+		seq:       binary.BigEndian.Uint64(v[9:]),
+		own:       ttl.Own{Kind: ttl.OwnKind(v[17]), Seconds: int64(binary.BigEndian.Uint64(v[18:]))},
+		lsn:       binary.BigEndian.Uint64(v[26:]),
+		logRefers: v[0] == 3,
+		json:      v[header:],
 	}
 	if header == docHeaderLenV2 {
 		k, err := changefeed.DecodeKey(v[docHeaderLen:docHeaderLenV2])

@@ -13,8 +13,9 @@ import (
 
 // TestEncodeWithJSON: a record encoded while its JSON is marshalled is the
 // record encode gives for the same JSON, its JSON is the encoding's tail,
-// and it decodes back; in both record formats, for a small document and
-// for one larger than the scratch buffers that are kept.
+// and it decodes back; in every record format (without a feed key, with one,
+// with one and the log referring to it), for a small document and for one
+// larger than the scratch buffers that are kept.
 func TestEncodeWithJSON(t *testing.T) {
 	small := `{"id":"d1","pk":"p","n":1.5,"tags":["a",null,true],"s":"é\u2028"}`
 	huge := `{"id":"d2","pad":"` + strings.Repeat("x", maxScratchJSON+10) + `"}`
@@ -23,8 +24,12 @@ func TestEncodeWithJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, feed := range []changefeed.Key{{Second: 1_700_000_000, Writer: 3, Seq: 9}, {Writer: changefeed.ExpiryWriter}} {
-			rec := &docRecord{ts: 1_700_000_000, seq: 42, own: ttl.Own{Kind: ttl.OwnSeconds, Seconds: 60}, lsn: 77, feed: feed}
+		withFeed := changefeed.Key{Second: 1_700_000_000, Writer: 3, Seq: 9}
+		for _, c := range []struct {
+			feed   changefeed.Key
+			refers bool
+		}{{withFeed, false}, {withFeed, true}, {changefeed.Key{Writer: changefeed.ExpiryWriter}, false}} {
+			rec := &docRecord{ts: 1_700_000_000, seq: 42, own: ttl.Own{Kind: ttl.OwnSeconds, Seconds: 60}, lsn: 77, feed: c.feed, logRefers: c.refers}
 			got := rec.encodeWithJSON(o)
 			if want := jsonv.Marshal(o); !bytes.Equal(rec.json, want) {
 				t.Fatalf("json = %.80s, want %.80s", rec.json, want)
@@ -39,7 +44,7 @@ func TestEncodeWithJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if back.ts != rec.ts || back.seq != rec.seq || back.own != rec.own || back.lsn != rec.lsn || back.hasFeed() != rec.hasFeed() || !bytes.Equal(back.json, rec.json) {
+			if back.ts != rec.ts || back.seq != rec.seq || back.own != rec.own || back.lsn != rec.lsn || back.hasFeed() != rec.hasFeed() || back.feed.Compare(rec.feed) != 0 || back.logRefers != rec.logRefers || !bytes.Equal(back.json, rec.json) {
 				t.Fatalf("decoded %+v, want %+v", back, rec)
 			}
 		}
