@@ -193,12 +193,8 @@ func (s *scope) logWrite(tx kv.Tx, suffix []byte, rec, prev *docRecord) error {
 // its body copied into its record at once: the purge would have to copy it
 // when it removes the version, and the purge's writes wait whenever the
 // store's flushes and compactions fall behind, where a user's write does
-// not. (A build that left every copy to the purge purged 1,200-1,600
-// documents a second under creates expiring 10 s later, against 3,300-3,800
-// for the build before; but those rounds were not alternated, and later
-// alternated rounds of this build and the one before both gave 1,600-2,100.)
-// A later change of the policy only moves the copy from one write to the
-// other.
+// not (BENCHMARKS.md, nineteenth session). A later change of the policy
+// only moves the copy from one write to the other.
 func (s *scope) outlivesRecord(rec *docRecord) bool {
 	h := s.c.TTLHistory
 	if h == nil {
