@@ -229,13 +229,13 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 		return nil, lethe.Errorf(lethe.CodeEntityTooLarge, "Request size is too large: the document is %d bytes; the limit is %d.", len(rec.json), maxDocBytes)
 	}
 	replacing := keepSeq && prev != nil
-	if prev != nil && !replacing {
-		// prev expired: its expiry goes into the log as it goes.
-		if err := s.logExpiry(tx, p.suffix, prev); err != nil {
-			return nil, err
-		}
-	}
 	if prev != nil {
+		if !replacing {
+			// prev expired: its expiry goes into the log as it goes.
+			if err := s.logExpiry(tx, p.suffix, prev); err != nil {
+				return nil, err
+			}
+		}
 		if err := s.logBody(tx, p.suffix, prev); err != nil {
 			return nil, err
 		}
@@ -365,8 +365,12 @@ func (s *scope) claimUniqueKeys(tx kv.Tx, keys [][]byte, suffix []byte) error {
 	return nil
 }
 
-// remove deletes a stored document and its index entries.
+// remove deletes a stored document and its index entries, and gives its log
+// record a copy of its body (logBody).
 func (s *scope) remove(tx kv.Tx, suffix []byte, rec *docRecord) error {
+	if err := s.logBody(tx, suffix, rec); err != nil {
+		return err
+	}
 	keys, err := ownedKeys(tx, s.l, rec)
 	if err != nil {
 		return err
@@ -617,9 +621,6 @@ func (s *scope) deleteTx(e *Engine, tx kv.Tx, suffix []byte, ifMatch string) (*d
 	}
 	if s.logging() {
 		if err := s.logDelete(e, tx, suffix, live); err != nil {
-			return nil, err
-		}
-		if err := s.logBody(tx, suffix, live); err != nil {
 			return nil, err
 		}
 	}

@@ -295,9 +295,6 @@ func (s *scope) removeExpired(tx kv.Tx, suffix []byte, dead *docRecord) error {
 	if err := s.logExpiry(tx, suffix, dead); err != nil {
 		return err
 	}
-	if err := s.logBody(tx, suffix, dead); err != nil {
-		return err
-	}
 	return s.remove(tx, suffix, dead)
 }
 
