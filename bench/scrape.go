@@ -36,6 +36,11 @@ type TTLMetrics struct {
 	// Servers that do not export them leave them nil.
 	PurgeShare        *float64 `json:"purge_share,omitempty"`
 	PurgeBusySecTotal *float64 `json:"purge_busy_sec_total,omitempty"`
+	// WriteStallSecTotal is how long the store stopped writes behind its
+	// flushes and compactions since the server started
+	// (lethe_store_write_stall_seconds_total): what a purge's deletions may
+	// cost every writer. Nil from servers without an embedded store.
+	WriteStallSecTotal *float64 `json:"write_stall_sec_total,omitempty"`
 }
 
 // The metric families TTLMetrics reads.
@@ -47,6 +52,7 @@ const (
 	metricDeferred     = "lethe_ttl_purge_deferred_total"
 	metricPurgeShare   = "lethe_ttl_purge_share"
 	metricPurgeBusy    = "lethe_ttl_purge_busy_seconds_total"
+	metricWriteStalls  = "lethe_store_write_stall_seconds_total"
 )
 
 // errNoTTLMetrics says an exposition has no lethe_ttl_ series: the endpoint
@@ -78,6 +84,9 @@ func parseTTLMetrics(in io.Reader) (*TTLMetrics, error) {
 	}
 	if v, ok := familySum(fams[metricPurgeBusy]); ok {
 		m.PurgeBusySecTotal = &v
+	}
+	if v, ok := familySum(fams[metricWriteStalls]); ok {
+		m.WriteStallSecTotal = &v
 	}
 	return m, nil
 }

@@ -52,6 +52,8 @@ lethe_ttl_purged_documents_total{container="b",database="d"} 7
 lethe_ttl_purge_share 0.25
 # TYPE lethe_ttl_purge_busy_seconds_total counter
 lethe_ttl_purge_busy_seconds_total 12.5
+# TYPE lethe_store_write_stall_seconds_total counter
+lethe_store_write_stall_seconds_total 0.75
 # TYPE process_cpu_seconds_total counter
 process_cpu_seconds_total 3.87
 `
@@ -64,6 +66,9 @@ process_cpu_seconds_total 3.87
 	}
 	if m.PurgeShare == nil || *m.PurgeShare != 0.25 || m.PurgeBusySecTotal == nil || *m.PurgeBusySecTotal != 12.5 {
 		t.Errorf("share %v, busy %v, want 0.25 and 12.5", m.PurgeShare, m.PurgeBusySecTotal)
+	}
+	if m.WriteStallSecTotal == nil || *m.WriteStallSecTotal != 0.75 {
+		t.Errorf("write stalls %v, want 0.75 s", m.WriteStallSecTotal)
 	}
 
 	// Only pending documents is required; the rest count as zero.

@@ -135,6 +135,9 @@ func (s *SustainedResult) writeSummary(w io.Writer, workload string) {
 			break
 		}
 	}
+	if slices.ContainsFunc(runs, func(r *SustainedRun) bool { return r.Summary.WriteStallSec != nil }) {
+		lines = append(lines, line{"writes stopped s (store stalls)", func(r *SustainedRun) string { return num(r.Summary.WriteStallSec, "%.2f", 1) }, ""})
+	}
 	width := 0
 	for _, l := range lines {
 		width = max(width, len(l.label))

@@ -64,6 +64,8 @@ type SustainedSummary struct {
 	// at the end; both only from servers that export them.
 	PurgeBusyCores *float64 `json:"purge_busy_cores,omitempty"`
 	PurgeShareEnd  *float64 `json:"purge_share_end,omitempty"`
+	// WriteStallSec is how long the store stopped writes over the run.
+	WriteStallSec *float64 `json:"write_stall_sec,omitempty"`
 }
 
 // summarize computes the summary of a timeline (samples in time order).
@@ -112,6 +114,9 @@ func summarize(samples []Sample) SustainedSummary {
 			if a.PurgeBusySecTotal != nil && b.PurgeBusySecTotal != nil {
 				s.PurgeBusyCores = ptr((*b.PurgeBusySecTotal - *a.PurgeBusySecTotal) / dt)
 			}
+		}
+		if a.WriteStallSecTotal != nil && b.WriteStallSecTotal != nil {
+			s.WriteStallSec = ptr(*b.WriteStallSecTotal - *a.WriteStallSecTotal)
 		}
 	}
 	if len(steady) >= 2 {

@@ -25,7 +25,7 @@ func synthetic(n int) []Sample {
 		x.TTL = &TTLMetrics{
 			PendingDocs: 50 * t, PendingBytes: 50 * 1024 * t, OldestPendingAgeSec: age,
 			PurgedTotal: 500 + 100*t, DeferredTotal: 7 + 2*t,
-			PurgeShare: ptr(0.1 * t), PurgeBusySecTotal: ptr(3 + 0.1*t),
+			PurgeShare: ptr(0.1 * t), PurgeBusySecTotal: ptr(3 + 0.1*t), WriteStallSecTotal: ptr(1 + 0.25*t),
 		}
 		out = append(out, x)
 	}
@@ -51,6 +51,7 @@ func TestSummarize(t *testing.T) {
 		{"server cores", s.ServerCores, 0.5},
 		{"purge busy cores", s.PurgeBusyCores, 0.1},
 		{"purge share at the end", s.PurgeShareEnd, 1},
+		{"writes stopped over the run", s.WriteStallSec, 2.5},
 	}
 	for _, c := range checks {
 		if c.got == nil || !near(*c.got, c.want) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -131,5 +132,66 @@ func TestPurgeFullShareOnLowDisk(t *testing.T) {
 	}
 	if st := pass("b-", true); st.Share != 0.5 {
 		t.Errorf("a backlog just expired on a nearly full disk: share %v, want the maximum 0.5", st.Share)
+	}
+}
+
+// TestPurgeBehindGoesOnThroughStoreBacklog: while users are active and the
+// purge keeps up, it waits for a backed-up store like an idle server's
+// purge; once its oldest expired document has waited long enough to put it
+// behind, it stops waiting and goes on at its paced share, since creates
+// that never stop keep the store backed up by themselves.
+func TestPurgeBehindGoesOnThroughStoreBacklog(t *testing.T) {
+	users := &activity.Tracker{}
+	var asked atomic.Int64
+	askedThrice := make(chan struct{})
+	backlogged := func() bool {
+		if asked.Add(1) == 3 {
+			close(askedThrice)
+		}
+		return true // the store never catches up
+	}
+	te := openTestEngine(t, newMemStore(t), Options{DisableBackground: true, Activity: users, StoreBacklogged: backlogged})
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":-1`)
+	end := users.Begin() // users are active for the whole test
+	defer end()
+
+	te.fill("c", "d", 40, `,"ttl":10`)
+	te.clock.Advance(10 * time.Second) // expired just now: the purge keeps up
+	type result struct {
+		n   int
+		err error
+	}
+	pass, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan result, 1)
+	go func() {
+		n, err := te.purge(pass, true)
+		done <- result{n, err}
+	}()
+	select {
+	case <-askedThrice: // waiting, and asking again
+	case r := <-done:
+		t.Fatalf("keeping up, the purge did not wait for the backed-up store: %d purged, %v", r.n, r.err)
+	}
+	if st := te.PurgeStats(); st.Purged != 0 || st.Share != purgectl.MinShare {
+		t.Fatalf("waiting: %d purged at share %v, want none at the minimum %v", st.Purged, st.Share, purgectl.MinShare)
+	}
+
+	// The expired documents wait a minute: the purge is behind, and goes on.
+	te.clock.Advance(time.Minute)
+	select {
+	case r := <-done:
+		if r.err != nil || r.n != 40 {
+			t.Fatalf("behind: purged %d, %v; want 40", r.n, r.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("behind, the purge still waits for the backed-up store")
+	}
+	if st, want := te.PurgeStats(), te.opts.PurgeControl.Share(time.Minute); st.Share != want {
+		t.Errorf("behind: share %v, want %v", st.Share, want)
+	}
+	if err := te.Check(ctx); err != nil {
+		t.Error(err)
 	}
 }

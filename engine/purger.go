@@ -325,7 +325,12 @@ func (e *Engine) purge(ctx context.Context, yield bool) (int, error) {
 			for yield && e.purger.held.Load() && ctx.Err() == nil {
 				time.Sleep(time.Millisecond)
 			}
-			e.waitForStoreBacklog(ctx)
+			switch {
+			case !paced:
+				e.waitForStoreBacklog(ctx, nil)
+			case !purgectl.Behind(share):
+				e.waitForStoreBacklog(ctx, func() bool { return e.fellBehind(ctx, t) })
+			}
 			if err := ctx.Err(); err != nil {
 				return total, err
 			}
@@ -387,8 +392,9 @@ func oldestOf(targets []*purgeTarget, p *purger) time.Duration {
 // up to userWaitMax for a quiet moment before each batch and does not run
 // beside a compaction: measured in issue 5, its batches then cost user
 // requests nothing measurable. Once it falls behind, it stops waiting for
-// quiet moments, which a saturated server never has, and its share grows
-// until deletion keeps pace with expiry (issue 16). (The purge itself stays at
+// quiet moments and for a backed-up store (waitForStoreBacklog), which a
+// saturated server never has, and its share grows until deletion keeps pace
+// with expiry (issue 16). (The purge itself stays at
 // normal CPU priority: a lowered thread holding the writer lock would make
 // user writes wait on the kernel's scheduler.) An idle server purges in full
 // batches, back to back. The flushes and compactions that the purge's
@@ -405,17 +411,58 @@ const (
 const storeBacklogPoll = 10 * time.Millisecond
 
 // waitForStoreBacklog waits while the store's background work is too far
-// behind (Options.StoreBacklogged), whether or not users are active: more
-// deletions would bring the store to stop writes until its compactions
-// caught up, and a stopped store holds the next user's write as long.
-func (e *Engine) waitForStoreBacklog(ctx context.Context) {
+// behind (Options.StoreBacklogged): more deletions would bring the store to
+// stop writes until its compactions caught up, and a stopped store holds the
+// next user's write as long. The purge waits so on an idle server, where its
+// full batches back to back would outrun any compaction, and while it keeps
+// up; behind, if not nil, is asked every pendingAgePoll meanwhile and ends
+// the wait once it reports true. A purge behind while users write goes on at
+// its paced share without waiting: creates that never stop keep level 0 that
+// deep by themselves, compactions running at full speed, so a purge that
+// waited for it would hardly run, and expired documents would pile up
+// without bound (measured with the change feed's log on, whose records make
+// every create's compactions dearer: BENCHMARKS.md, issue 21, twentieth
+// session).
+func (e *Engine) waitForStoreBacklog(ctx context.Context, behind func() bool) {
 	backlogged := e.opts.StoreBacklogged
 	if backlogged == nil {
 		return
 	}
+	var asked time.Time
 	for backlogged() && ctx.Err() == nil {
+		if behind != nil && time.Since(asked) >= pendingAgePoll {
+			if behind() {
+				return
+			}
+			asked = time.Now()
+		}
 		time.Sleep(storeBacklogPoll)
 	}
+}
+
+// pendingAgePoll is how often a purge waiting for the store's backlog
+// measures how long its container's oldest expired document has waited.
+const pendingAgePoll = 100 * time.Millisecond
+
+// fellBehind reports whether the oldest expired document of t, measured
+// now from its expiry tallies (no document is read), has waited long enough
+// for the controller to count the purge as behind. The batch that follows
+// measures the age again, for the controller's next share.
+func (e *Engine) fellBehind(ctx context.Context, t *purgeTarget) bool {
+	var age time.Duration
+	err := e.view(ctx, t.db, t.coll, func(r kv.Reader, s *scope) error {
+		_, oldest, ok, err := s.expiredTally(r)
+		if ok {
+			age = time.Duration(s.now-oldest) * time.Second
+		}
+		return err
+	})
+	if err != nil {
+		// A dropped container, or a store failing reads: the batch that
+		// follows the wait finds out and reports it.
+		return false
+	}
+	return purgectl.Behind(e.opts.PurgeControl.Share(age))
 }
 
 // usersActive reports whether user operations are running or ran within the
