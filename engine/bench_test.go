@@ -396,7 +396,7 @@ func BenchmarkRSSAfterLoad(b *testing.B) {
 		b.Run(kind+"/log+ttl="+feedAndTTL, func(b *testing.B) {
 			for range b.N {
 				opts := pebblekv.Options{InMemory: !c.durable, LookupCacheSize: pebblekv.DefaultInMemoryLookupCacheSize,
-					LookupCacheable: IsDocumentKey, FilterPrefix: DocumentKeyPrefix(), FilterKeys: DocumentKeys}
+					LookupCacheable: LookupCacheable, FilterPrefix: DocumentKeyPrefix(), FilterKeys: DocumentKeys}
 				if c.durable {
 					opts.Dir, opts.LookupCacheSize = b.TempDir(), pebblekv.DefaultLookupCacheSize
 				}

@@ -54,7 +54,7 @@ func newTestEngine(t *testing.T) *testEngine {
 	// With a lookup cache, as `lethe serve --in-memory` runs, and a small one,
 	// so that entries are evicted too, and with the key filter of document
 	// keys; newMemStore's stores have neither.
-	store, err := pebblekv.Open(pebblekv.Options{InMemory: true, LookupCacheSize: 1 << 20, LookupCacheable: IsDocumentKey, FilterPrefix: DocumentKeyPrefix(), FilterKeys: DocumentKeys})
+	store, err := pebblekv.Open(pebblekv.Options{InMemory: true, LookupCacheSize: 1 << 20, LookupCacheable: LookupCacheable, FilterPrefix: DocumentKeyPrefix(), FilterKeys: DocumentKeys})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,11 +71,17 @@ func appendCollKey(b []byte, pfx byte, coll [8]byte) []byte {
 	return append(append(b, pfx), coll[:]...)
 }
 
-// IsDocumentKey reports whether key is a document's primary key: what a
-// store's lookup cache should keep. Documents are read by key (reads, query
-// pages, replaces) far more often than they change; the engine's other keys
-// are scanned, or change with every write (counters, tallies).
-func IsDocumentKey(key []byte) bool { return len(key) > 0 && key[0] == pfxDoc }
+// LookupCacheable reports whether a store's lookup cache should keep key:
+// a document's primary key, or one of a container's storage tallies. Documents
+// are read by key (reads, query pages, replaces) far more often than they
+// change. A tally (usage.go) is read and rewritten by every write of a
+// document on an exclusive store: from the cache that read is a map access,
+// where the store searches its memtable, which holds the tally's last
+// version among a version for each write. The engine's other keys are
+// scanned, or written and never read by key (index and feed entries).
+func LookupCacheable(key []byte) bool {
+	return len(key) > 0 && (key[0] == pfxDoc || key[0] == pfxUsage || key[0] == pfxExpiryBucket)
+}
 
 // DocumentKeyPrefix returns the prefix of every document's primary key. A
 // create looks its document's key up to check that the id is free, and

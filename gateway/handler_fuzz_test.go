@@ -30,7 +30,7 @@ var (
 // (partition key /pk, TTL on).
 func fuzzTarget(t testing.TB) *Server {
 	fuzzOnce.Do(func() {
-		store, err := pebblekv.Open(pebblekv.Options{InMemory: true, LookupCacheSize: 1 << 20, LookupCacheable: engine.IsDocumentKey, FilterPrefix: engine.DocumentKeyPrefix(), FilterKeys: engine.DocumentKeys})
+		store, err := pebblekv.Open(pebblekv.Options{InMemory: true, LookupCacheSize: 1 << 20, LookupCacheable: engine.LookupCacheable, FilterPrefix: engine.DocumentKeyPrefix(), FilterKeys: engine.DocumentKeys})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -701,7 +701,7 @@ func openBackend(ctx context.Context, c *config, log *slog.Logger, users *activi
 	}
 	embedded, err = openStore(ctx, pebblekv.Options{Dir: c.dataDir, InMemory: c.inMemory, Logger: log, Foreground: users.Active, Jobs: procs.SetJobs,
 		CacheSize: c.cacheBytes, Reserve: c.diskReserveBytes, SlowDiskThreshold: c.slowDiskThreshold,
-		LookupCacheSize: lookups, LookupCacheable: engine.IsDocumentKey,
+		LookupCacheSize: lookups, LookupCacheable: engine.LookupCacheable,
 		FilterPrefix: engine.DocumentKeyPrefix(), FilterKeys: engine.DocumentKeys})
 	if err != nil {
 		return nil, nil, err
