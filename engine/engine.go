@@ -77,9 +77,11 @@ type Options struct {
 	// StoreBacklogged, if set, reports whether the store's background work
 	// is so far behind that more writes would soon make it stop writes
 	// until that work catches up (pebblekv.Store.Backlogged). The purge
-	// then waits before its next batch, users or not: otherwise a purge of
-	// a large backlog drives the store into such stops, and a user's write
-	// that arrives during one waits for it (up to seconds, measured).
+	// then waits before its next batch on an idle server and while it keeps
+	// up: otherwise a purge of a large backlog drives the store into such
+	// stops, and a user's write that arrives during one waits for it (up to
+	// seconds, measured). Behind while users write, it goes on
+	// (waitForStoreBacklog).
 	StoreBacklogged func() bool
 	// ServeAllCrossPartitionQueries evaluates on the server the cross-partition
 	// queries that Cosmos DB's gateway refuses (ORDER BY, GROUP BY, aggregates,
