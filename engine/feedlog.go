@@ -302,24 +302,28 @@ func (s *scope) removeExpired(tx kv.Tx, suffix []byte, dead *docRecord) error {
 // that replaces or removes old, the version at suffix: until then the
 // record took the body from the document (changefeed.Record.CurrentIsLive).
 func (s *scope) logBody(tx kv.Tx, suffix []byte, old *docRecord) error {
-	e, ok, err := s.bodyEntry(tx, suffix, old)
+	if !s.logging() || !old.logRefers {
+		return nil
+	}
+	from, err := s.feedFrom(tx)
+	if err != nil {
+		return err
+	}
+	e, ok, err := s.bodyEntry(tx, suffix, old, from)
 	if err != nil || !ok {
 		return err
 	}
 	return tx.Put(e.key, e.value)
 }
 
-// bodyEntry returns what logBody writes: old's log record with old's body.
-// ok is false when there is nothing to write: the record holds the body
-// already (old.logRefers is false), or the container keeps no log, or the
-// record is no longer in it (trimmed).
-func (s *scope) bodyEntry(r kv.Reader, suffix []byte, old *docRecord) (e logEntry, ok bool, err error) {
-	if !s.logging() || !old.logRefers {
+// bodyEntry returns what logBody writes: old's log record with old's body,
+// given from, the first second of the complete log (feedFrom). ok is false
+// when there is nothing to write: the record holds the body already
+// (old.logRefers is false), or the container keeps no log, or the record is
+// no longer in it (trimmed).
+func (s *scope) bodyEntry(r kv.Reader, suffix []byte, old *docRecord, from int64) (e logEntry, ok bool, err error) {
+	if !s.logging() || !old.logRefers || old.feed.Second < from {
 		return logEntry{}, false, nil
-	}
-	from, err := s.feedFrom(r)
-	if err != nil || old.feed.Second < from {
-		return logEntry{}, false, err
 	}
 	k := feedLogKey(s.rid, old.feed)
 	v, err := r.Get(k)
@@ -370,7 +374,7 @@ func (s *scope) expiryRecords(r kv.Reader, suffixes iter.Seq[[]byte]) ([]logEntr
 		if k, rec, ok := s.expiryRecord(suffix, dead, from); ok {
 			out = append(out, logEntry{feedLogKey(s.rid, k), encodeLogValue(suffix, &rec)})
 		}
-		body, ok, err := s.bodyEntry(r, suffix, dead)
+		body, ok, err := s.bodyEntry(r, suffix, dead, from)
 		if err != nil {
 			return nil, err
 		}

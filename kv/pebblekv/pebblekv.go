@@ -255,19 +255,14 @@ const inMemoryBlockSize = 16 << 10
 // the whole of the base level, since each level-0 table, a flushed memtable,
 // spans the whole key space. Below 64 MiB of tables the base level was the
 // lowest one, zstd-compressed (inMemoryCompression), so every such
-// compaction compressed the store's settled data again: loading 200,000
-// documents, the lowest level was written 136 MB for 27 MB of data. With a
+// compaction compressed the store's settled data again (loading 200,000
+// documents, the lowest level was written 136 MB for 27 MB of data). With a
 // small base level those rewrites go to the level above, in the fast
-// compression, and the lowest level takes them in larger sweeps (with 16
-// MiB: 71 MB written to it, 75 MB to the level above). Measured loading
-// documents with time to live and the log on (BenchmarkRSSAfterLoad,
-// alternating): a million took 76.7 and 85.6 s of CPU, against 94.8 with
-// 64 MiB and 79.9-85.4 with 16, and ended in 263-277 MiB of RSS against 290
-// with 64; 50,000 and 100,000 took a tenth less CPU than with 16 MiB,
-// 200,000 as much or more; settled tables within 5 MiB of 16's. Under
-// the issue-21 creates (lethe bench, 30,000 documents) the server's CPU per
-// create was 2.03-2.35 times the ceiling's against 2.42-2.71 with 16 MiB
-// (BENCHMARKS.md, issue 21, twentieth session).
+// compression, and the lowest level takes them in larger sweeps: loading a
+// million documents took a tenth to a fifth less CPU and ended in less
+// memory, and a create of the issue-21 workloads took about a seventh less
+// server CPU than with 16 MiB (BENCHMARKS.md, issue 21, twentieth session,
+// has the runs).
 const inMemoryLBaseMaxBytes = 4 << 20
 
 // defaultL0CompactionBytes is about how much a compaction out of level 0
