@@ -207,6 +207,14 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s: %v, want one counter", name, c)
 		}
 	}
+	// The database, the container and the document are commits of the
+	// store; in memory nothing is synced.
+	if c := f["lethe_store_commits_total"]; len(c.GetMetric()) != 1 || c.GetMetric()[0].GetCounter().GetValue() < 3 {
+		t.Errorf("lethe_store_commits_total: %v, want a counter of 3 at least", c)
+	}
+	if c := f["lethe_store_wal_syncs_total"]; len(c.GetMetric()) != 1 || c.GetMetric()[0].GetCounter() == nil || c.GetMetric()[0].GetCounter().GetValue() != 0 {
+		t.Errorf("lethe_store_wal_syncs_total: %v, want a counter at 0 in memory", c)
+	}
 	if c := f["lethe_store_write_stalls_total"]; len(c.GetMetric()) != 2 {
 		t.Errorf("lethe_store_write_stalls_total: %v, want a counter for each reason", c)
 	}

@@ -45,6 +45,10 @@ type Storage struct {
 	// key filter answered, and those it passed to the store (the key was
 	// there, or a false positive); KeyFilterBytes is the filter's memory.
 	KeyFilterAbsent, KeyFilterMaybe, KeyFilterBytes int64
+	// Commits counts the store's committed write transactions, WALSyncs
+	// its write-ahead log's syncs: durable writes that commit together share
+	// a sync, and each sync costs the machine CPU as well as time.
+	Commits, WALSyncs int64
 }
 
 // storageCollector exports a Storage read once per scrape.
@@ -53,7 +57,7 @@ type storageCollector struct {
 
 	free, size, reserve, ballast, quota, used, refusing, waiting *prometheus.Desc
 	refused, noSpace, slow, readErrs, bgErrs, stalls, stallTime  *prometheus.Desc
-	lookups, filter, filterBytes                                 *prometheus.Desc
+	lookups, filter, filterBytes, commits, walSyncs              *prometheus.Desc
 }
 
 func newStorageCollector(read func() Storage) *storageCollector {
@@ -80,12 +84,14 @@ func newStorageCollector(read func() Storage) *storageCollector {
 		lookups:     d("lethe_store_lookup_cache_total", "Lookups of documents by key, and of the storage tallies every write reads, by result: hit (answered from the lookup cache, --lookup-cache) or miss (read from the store).", "result"),
 		filter:      d("lethe_store_key_filter_total", "Lookups of document keys in writes (a create's check that its id is free) by the key filter's answer: absent (answered without a search of the store) or maybe (passed to the store: the document exists, or a false positive).", "answer"),
 		filterBytes: d("lethe_store_key_filter_bytes", "Memory of the key filter of document keys."),
+		commits:     d("lethe_store_commits_total", "Write transactions the store committed."),
+		walSyncs:    d("lethe_store_wal_syncs_total", "Syncs of the store's write-ahead log (none in memory): durable writes that commit together share one."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.free, c.size, c.reserve, c.ballast, c.quota, c.used, c.refusing, c.waiting, c.refused, c.noSpace, c.slow, c.readErrs, c.bgErrs, c.stalls, c.stallTime, c.lookups, c.filter, c.filterBytes} {
+	for _, d := range []*prometheus.Desc{c.free, c.size, c.reserve, c.ballast, c.quota, c.used, c.refusing, c.waiting, c.refused, c.noSpace, c.slow, c.readErrs, c.bgErrs, c.stalls, c.stallTime, c.lookups, c.filter, c.filterBytes, c.commits, c.walSyncs} {
 		ch <- d
 	}
 }
@@ -134,4 +140,6 @@ func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.filter, s.KeyFilterAbsent, "absent")
 	counter(c.filter, s.KeyFilterMaybe, "maybe")
 	gauge(c.filterBytes, s.KeyFilterBytes)
+	counter(c.commits, s.Commits)
+	counter(c.walSyncs, s.WALSyncs)
 }

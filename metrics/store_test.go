@@ -80,7 +80,7 @@ func TestStorageSeries(t *testing.T) {
 		DiskLow: true, QuotaBytes: 500, UsedBytes: 500, RefusedDiskLow: 3, RefusedDiskFull: 2, RefusedQuota: 1,
 		NoSpaceErrors: 4, WaitingWrites: 1, SlowOperations: 5, ReadErrors: 6, BackgroundErrors: 7,
 		StallsMemTables: 8, StallsLevel0: 9, StallSeconds: 1.5, LookupHits: 10, LookupMisses: 11,
-		KeyFilterAbsent: 12, KeyFilterMaybe: 13, KeyFilterBytes: 14}
+		KeyFilterAbsent: 12, KeyFilterMaybe: 13, KeyFilterBytes: 14, Commits: 15, WALSyncs: 16}
 	m := New(Options{Storage: func() Storage { return st }})
 	body := scrapeText(m)
 	for _, want := range []string{
@@ -94,7 +94,7 @@ func TestStorageSeries(t *testing.T) {
 		"lethe_store_write_stall_seconds_total 1.5\n",
 		`lethe_store_lookup_cache_total{result="hit"} 10` + "\n", `lethe_store_lookup_cache_total{result="miss"} 11` + "\n",
 		`lethe_store_key_filter_total{answer="absent"} 12` + "\n", `lethe_store_key_filter_total{answer="maybe"} 13` + "\n",
-		"lethe_store_key_filter_bytes 14\n",
+		"lethe_store_key_filter_bytes 14\n", "lethe_store_commits_total 15\n", "lethe_store_wal_syncs_total 16\n",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("scrape lacks %q:\n%s", want, body)

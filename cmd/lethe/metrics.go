@@ -42,7 +42,7 @@ func newMetrics(c *config, eng *engine.Engine, store *pebblekv.Store, pg *pgkv.S
 // storageFigures gathers the disk's and the storage limits' figures for a
 // scrape.
 func storageFigures(eng *engine.Engine, store *pebblekv.Store) metrics.Storage {
-	d, stalls, lookups, filter := store.Disk(), store.Stalls(), store.LookupCache(), store.KeyFilter()
+	d, stalls, lookups, filter, io := store.Disk(), store.Stalls(), store.LookupCache(), store.KeyFilter(), store.IOStats()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	e := eng.StorageStatus(ctx)
@@ -57,6 +57,7 @@ func storageFigures(eng *engine.Engine, store *pebblekv.Store) metrics.Storage {
 		StallsMemTables: stalls.MemTables, StallsLevel0: stalls.Level0, StallSeconds: stalls.Time.Seconds(),
 		LookupHits: lookups.Hits, LookupMisses: lookups.Misses,
 		KeyFilterAbsent: filter.Absent, KeyFilterMaybe: filter.Maybe, KeyFilterBytes: filter.Bytes,
+		Commits: int64(io.Commits), WALSyncs: int64(io.WALSyncs),
 	}
 }
 

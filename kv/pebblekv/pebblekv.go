@@ -40,6 +40,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/lethe-db/lethe/kv"
 )
@@ -955,6 +956,11 @@ type IOStats struct {
 	// WALBytes is how many bytes commits wrote to the write-ahead log (0 for
 	// an in-memory store, which has none).
 	WALBytes uint64
+	// WALSyncs is how many times the write-ahead log was synced, and Commits
+	// how many Updates committed: durable Updates that commit while a sync
+	// runs share the next one, and a sync costs the machine CPU as well as
+	// time.
+	WALSyncs, Commits uint64
 	// FlushedBytes and CompactedBytes are how many bytes flushes and
 	// compactions wrote to sstables.
 	FlushedBytes, CompactedBytes uint64
@@ -975,7 +981,13 @@ func (s *Store) IOStats() IOStats {
 	}
 	defer s.inflight.Done()
 	m := s.db.Metrics()
-	st := IOStats{WALBytes: m.WAL.BytesWritten, DiskBytes: m.DiskSpaceUsage()}
+	st := IOStats{WALBytes: m.WAL.BytesWritten, DiskBytes: m.DiskSpaceUsage(), Commits: s.commits.Load()}
+	if h := m.LogWriter.FsyncLatency; h != nil {
+		var sample dto.Metric
+		if h.Write(&sample) == nil {
+			st.WALSyncs = sample.GetHistogram().GetSampleCount()
+		}
+	}
 	for _, l := range m.Levels {
 		st.LiveTableBytes += uint64(max(l.TablesSize, 0))
 		st.FlushedBytes += l.TableBytesFlushed + l.BlobBytesFlushed

@@ -726,3 +726,42 @@ func TestInMemoryCompressesSettledData(t *testing.T) {
 		t.Errorf("tables of %d documents: %d bytes in memory against %d on disk; want at least two fifths fewer in memory", n, mem, onDisk)
 	}
 }
+
+// TestIOStatsCountsCommitsAndSyncs: every Update that writes is a commit;
+// a durable one returns only after a sync of the write-ahead log, so
+// Updates one after another sync once each at least; an in-memory store
+// commits without syncing, and an Update that writes nothing commits
+// nothing.
+func TestIOStatsCountsCommitsAndSyncs(t *testing.T) {
+	ctx := context.Background()
+	put := func(s *Store, i int) {
+		t.Helper()
+		if err := s.Update(ctx, func(tx kv.Tx) error { return tx.Put([]byte(fmt.Sprint("k", i)), []byte("v")) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		s       *Store
+		durable bool
+	}{{"durable", openDir(t, t.TempDir()), true}, {"in memory", openMem(t), false}} {
+		before := c.s.IOStats()
+		for i := range 5 {
+			put(c.s, i)
+		}
+		if err := c.s.Update(ctx, func(kv.Tx) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		after := c.s.IOStats()
+		if got := after.Commits - before.Commits; got != 5 {
+			t.Errorf("%s: %d commits counted for five writes and an empty Update", c.name, got)
+		}
+		syncs := after.WALSyncs - before.WALSyncs
+		if c.durable && syncs < 5 {
+			t.Errorf("durable: %d syncs for five Updates one after another, want one each at least", syncs)
+		}
+		if !c.durable && after.WALSyncs != 0 {
+			t.Errorf("in memory: %d syncs, want none", after.WALSyncs)
+		}
+	}
+}
