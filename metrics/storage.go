@@ -81,7 +81,7 @@ func newStorageCollector(read func() Storage) *storageCollector {
 		bgErrs:      d("lethe_store_background_errors_total", "Flushes and compactions that failed (the store retries them)."),
 		stalls:      d("lethe_store_write_stalls_total", "Times the store stopped writes until its background work caught up, by reason: memtables (flushes behind) or level0 (compactions behind).", "reason"),
 		stallTime:   d("lethe_store_write_stall_seconds_total", "Time writes were stopped behind the store's flushes and compactions."),
-		lookups:     d("lethe_store_lookup_cache_total", "Lookups of documents by key, and of the storage tallies every write reads, by result: hit (answered from the lookup cache, --lookup-cache) or miss (read from the store).", "result"),
+		lookups:     d("lethe_store_lookup_cache_total", "Lookups of documents by key, of the storage tallies every write reads, and of the change feed log's first second, by result: hit (answered from the lookup cache, --lookup-cache) or miss (read from the store).", "result"),
 		filter:      d("lethe_store_key_filter_total", "Lookups of document keys in writes (a create's check that its id is free) by the key filter's answer: absent (answered without a search of the store) or maybe (passed to the store: the document exists, or a false positive).", "answer"),
 		filterBytes: d("lethe_store_key_filter_bytes", "Memory of the key filter of document keys."),
 		commits:     d("lethe_store_commits_total", "Write transactions the store committed."),
