@@ -81,7 +81,7 @@ func checkContainer(r kv.Reader, l *layout, building bool) []error {
 			errs = append(errs, fmt.Errorf("document %x: %w", suffix, err))
 			continue
 		}
-		versions[string(suffix)] = &docRecord{lsn: rec.lsn, logRefers: rec.logRefers}
+		versions[string(suffix)] = &docRecord{lsn: rec.lsn, logRefers: rec.logRefers, logOp: rec.logOp, logPrev: rec.logPrev, feed: rec.feed}
 		fixed := fixedKeys(l, &rec)
 		usage.add(fixed, len(rec.json), 1)
 		for _, k := range fixed {
@@ -137,9 +137,16 @@ func checkContainer(r kv.Reader, l *layout, building bool) []error {
 // checkLog checks the change feed log against the stored versions (by
 // suffix): a record takes its body from the document (CurrentIsLive) exactly
 // when it is the record of the version stored and that version says so
-// (logRefers).
+// (logRefers); and a version whose header says what its record holds
+// (logOp: bodyEntry writes the record's copy from it, unread) has that
+// record, unless the log's window has passed it.
 func checkLog(r kv.Reader, coll [8]byte, versions map[string]*docRecord) []error {
 	var errs []error
+	from, err := feedLogFrom(r, coll)
+	if err != nil {
+		return []error{err}
+	}
+	seen := make(map[*docRecord]bool)
 	p := collKey(pfxFeedLog, coll)
 	it := r.Scan(p, kv.PrefixEnd(p), false)
 	defer it.Close()
@@ -156,10 +163,21 @@ func checkLog(r kv.Reader, coll [8]byte, versions map[string]*docRecord) []error
 			errs = append(errs, fmt.Errorf("change feed record %x takes the body of version %d of document %x, which is not stored as referred to", it.Key(), rec.LSN, suffix))
 		case !rec.CurrentIsLive && ofStored && v.logRefers:
 			errs = append(errs, fmt.Errorf("change feed record %x copies version %d of document %x, which says its record refers to it", it.Key(), rec.LSN, suffix))
+		case ofStored && v.logOp != 0 && (rec.Op != v.logOp || rec.PreviousLSN != v.logPrev || rec.Second != v.feed.Second):
+			errs = append(errs, fmt.Errorf("change feed record %x (op %d, previous %d, second %d) is not what version %d of document %x says (op %d, previous %d, second %d)",
+				it.Key(), rec.Op, rec.PreviousLSN, rec.Second, rec.LSN, suffix, v.logOp, v.logPrev, v.feed.Second))
+		}
+		if ofStored {
+			seen[v] = true
 		}
 	}
 	if err := it.Err(); err != nil {
 		errs = append(errs, err)
+	}
+	for suffix, v := range versions {
+		if v.logRefers && v.logOp != 0 && v.feed.Second >= from && !seen[v] {
+			errs = append(errs, fmt.Errorf("version %d of document %x has no change feed record", v.lsn, suffix))
+		}
 	}
 	return errs
 }

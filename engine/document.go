@@ -222,13 +222,16 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 	if v, ok := o.Get("ttl"); ok {
 		rawTTL = jsonv.Marshal(v)
 	}
-	rec := &docRecord{ts: s.now, seq: seq, own: ttl.Classify(rawTTL), lsn: lsn, feed: e.feedKey(s, lsn)}
+	replacing := keepSeq && prev != nil
+	rec := &docRecord{ts: s.now, seq: seq, own: ttl.Classify(rawTTL), lsn: lsn, feed: e.feedKey(s, lsn), logOp: changefeed.OpCreate}
+	if replacing {
+		rec.logOp, rec.logPrev = changefeed.OpReplace, prev.lsn
+	}
 	rec.logRefers = s.logging() && s.outlivesRecord(rec)
 	encoded := rec.encodeWithJSON(o)
 	if len(rec.json) > maxDocBytes {
 		return nil, lethe.Errorf(lethe.CodeEntityTooLarge, "Request size is too large: the document is %d bytes; the limit is %d.", len(rec.json), maxDocBytes)
 	}
-	replacing := keepSeq && prev != nil
 	if prev != nil {
 		if !replacing {
 			// prev expired: its expiry goes into the log as it goes.
@@ -286,11 +289,7 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 		}
 	}
 	if s.logging() {
-		var replaced *docRecord
-		if replacing {
-			replaced = prev
-		}
-		if err := s.logWrite(tx, p.suffix, rec, replaced); err != nil {
+		if err := s.logWrite(tx, p.suffix, rec); err != nil {
 			return nil, err
 		}
 	}

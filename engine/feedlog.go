@@ -171,20 +171,25 @@ func (s *scope) identity(suffix []byte) (string, []byte) {
 	return id, jsonv.Marshal(o)
 }
 
-// logWrite logs rec, just written: a replace of prev, or a create when prev
-// is nil. When rec.logRefers (the version outlives its record:
-// outlivesRecord), the record refers to the document for its body
-// (CurrentIsLive): the log keeps no second copy of a version that lives, and
-// logBody writes one if the version goes while its record is kept.
-func (s *scope) logWrite(tx kv.Tx, suffix []byte, rec, prev *docRecord) error {
-	r := changefeed.Record{Op: changefeed.OpCreate, LSN: rec.lsn, Second: rec.feed.Second, CurrentIsLive: rec.logRefers}
-	if !rec.logRefers {
-		r.Current = rec.json
-	}
-	if prev != nil {
-		r.Op, r.PreviousLSN = changefeed.OpReplace, prev.lsn
+// logWrite logs rec, just written: a create or a replace (rec.logOp).
+// When rec.logRefers (the version outlives its record: outlivesRecord), the
+// record refers to the document for its body (CurrentIsLive): the log keeps
+// no second copy of a version that lives, and logBody writes one if the
+// version goes while its record is kept.
+func (s *scope) logWrite(tx kv.Tx, suffix []byte, rec *docRecord) error {
+	r := writeRecord(rec)
+	if rec.logRefers {
+		r.CurrentIsLive, r.Current = true, nil
 	}
 	return tx.Put(feedLogKey(s.rid, rec.feed), encodeLogValue(suffix, &r))
+}
+
+// writeRecord returns the log record of the write of rec (rec.logOp is
+// known) with its body: what logWrite writes for a version whose record
+// does not refer to it, and what bodyEntry writes once a version whose
+// record does is gone.
+func writeRecord(rec *docRecord) changefeed.Record {
+	return changefeed.Record{Op: rec.logOp, LSN: rec.lsn, PreviousLSN: rec.logPrev, Second: rec.feed.Second, Current: rec.json}
 }
 
 // outlivesRecord reports whether version rec, as the container's time to
@@ -326,6 +331,13 @@ func (s *scope) bodyEntry(r kv.Reader, suffix []byte, old *docRecord, from int64
 		return logEntry{}, false, nil
 	}
 	k := feedLogKey(s.rid, old.feed)
+	if old.logOp != 0 {
+		// The record is in the log (from is its start, and the log loses
+		// records only below it), and the version's header says what it
+		// holds: no need to read it.
+		rec := writeRecord(old)
+		return logEntry{k, encodeLogValue(suffix, &rec)}, true, nil
+	}
 	v, err := r.Get(k)
 	if errors.Is(err, kv.ErrNotFound) {
 		return logEntry{}, false, nil

@@ -573,3 +573,109 @@ func TestAllVersionsMatchesHistory(t *testing.T) {
 		})
 	}
 }
+
+// TestAllVersionsOfFormat3Versions: versions stored before their header said
+// what their log record holds (format 3) get the record's copy from the
+// record itself when they are replaced, deleted or purged, and the feed is
+// the same as for versions stored since (formats 4 and 5, whose copy is
+// written from the header).
+func TestAllVersionsOfFormat3Versions(t *testing.T) {
+	feeds := make([][]string, 2)
+	for i, downgrade := range []bool{false, true} {
+		te := newTestEngine(t)
+		te.mustDB("db")
+		te.mustContainer("c", `"defaultTtl":-1,`+retain)
+		for _, body := range []string{`{"id":"a","pk":"p","v":1}`, `{"id":"b","pk":"p","v":1}`, `{"id":"f","pk":"p","v":1}`} {
+			if err := te.create("c", body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, id := range []string{"a", "f"} {
+			if _, err := te.ReplaceDocument(ctx, ref("c", id, "p"), []byte(`{"id":"`+id+`","pk":"p","v":2}`), Conditions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		te.clock.Advance(time.Second)
+		if downgrade {
+			te.downgradeToV3("c") // a and f replaces, b a create
+		}
+		// A replace and a delete of versions stored so; then f's version
+		// expires under a shorter defaultTtl, and the purge copies its body.
+		if _, err := te.ReplaceDocument(ctx, ref("c", "a", "p"), []byte(`{"id":"a","pk":"p","v":3}`), Conditions{}); err != nil {
+			t.Fatal(err)
+		}
+		te.mustDelete("c", "b")
+		if _, err := te.ReplaceContainer(ctx, "db", "c", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash"},"defaultTtl":5,`+retain+`}`), ""); err != nil {
+			t.Fatal(err)
+		}
+		te.clock.Advance(10 * time.Second)
+		if n, err := te.Purge(ctx); err != nil || n != 2 {
+			t.Fatalf("purged %d (%v), want a and f", n, err)
+		}
+		te.clock.Advance(time.Second)
+		recs, _ := te.allVersionsFrom("c", "", 100)
+		for _, r := range recs {
+			line, _ := json.Marshal(r)
+			feeds[i] = append(feeds[i], string(line))
+		}
+		var got []string
+		for _, n := range names(recs) {
+			got = append(got, n[:strings.IndexByte(n, '@')])
+		}
+		if want := []string{"create a", "create b", "create f", "replace a", "replace f", "replace a", "delete b", "expire f", "expire a"}; !slices.Equal(got, want) {
+			t.Fatalf("records %v, want %v", got, want)
+		}
+		if err := te.Check(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(feeds[0], feeds[1]) {
+		t.Errorf("the feed differs for versions stored in format 3:\n%s\nwant\n%s", strings.Join(feeds[1], "\n"), strings.Join(feeds[0], "\n"))
+	}
+}
+
+// downgradeToV3 rewrites the container's documents as format 3 stores them:
+// their headers no longer say what their log records hold.
+func (te *testEngine) downgradeToV3(coll string) {
+	te.t.Helper()
+	n := 0
+	err := te.store.Update(ctx, func(tx kv.Tx) error {
+		_, c, err := getContainer(tx.(kv.Reader), "db", coll)
+		if err != nil {
+			return err
+		}
+		p := collKey(pfxDoc, c.rid())
+		it := tx.Scan(p, kv.PrefixEnd(p), false)
+		var keys, values [][]byte
+		for it.Next() {
+			rec, err := decodeDoc(it.Value())
+			if err != nil {
+				return err
+			}
+			if rec.logOp == 0 || !rec.logRefers {
+				continue
+			}
+			rec.logOp, rec.logPrev = 0, 0
+			keys, values = append(keys, append([]byte(nil), it.Key()...)), append(values, rec.encode())
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+		for i, k := range keys {
+			if values[i][0] != 3 {
+				return fmt.Errorf("rewritten as format %d", values[i][0])
+			}
+			if err := tx.Put(k, values[i]); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		te.t.Fatal(err)
+	}
+	if n == 0 {
+		te.t.Fatal("no document to downgrade")
+	}
+}

@@ -30,14 +30,26 @@ type docRecord struct {
 	// what replaces or removes the version knows, without reading the log,
 	// that the log needs a copy of it (scope.logBody).
 	logRefers bool
-	json      []byte // the document as served
+	// logOp and logPrev are what the version's log record says besides:
+	// a create, or a replace of the version numbered logPrev. A write sets
+	// them; a referring version's header keeps them (formats 4 and 5), so
+	// that what ends the version writes its record's copy without reading
+	// the record (bodyEntry). logOp is 0 where unknown: the versions stored
+	// before those formats, and the others, whose log record holds its body
+	// and is never rewritten.
+	logOp   changefeed.Op
+	logPrev uint64
+	json    []byte // the document as served
 }
 
 // Record formats: 1 without the feed key, 2 with it, 3 as 2 for a version
-// whose log record refers to it (logRefers).
+// whose log record refers to it (logRefers); 4 as 3 for a create's version
+// and 5 for a replace's, followed by the replaced version's LSN (logOp and
+// logPrev).
 const (
 	docHeaderLen   = 34
 	docHeaderLenV2 = docHeaderLen + feedKeyLen
+	docHeaderLenV5 = docHeaderLenV2 + 8
 	feedKeyLen     = 20 // a write's order key: second, writer, seq
 )
 
@@ -50,24 +62,36 @@ func (r *docRecord) encode() []byte {
 	return append(r.appendHeader(make([]byte, 0, r.headerLen()+len(r.json))), r.json...)
 }
 
+// format is the record's format (see the constants above).
+func (r *docRecord) format() byte {
+	switch {
+	case !r.hasFeed():
+		return 1
+	case !r.logRefers:
+		return 2
+	case r.logOp == changefeed.OpCreate:
+		return 4
+	case r.logOp == changefeed.OpReplace:
+		return 5
+	}
+	return 3
+}
+
 // headerLen is the length of the record's encoded header.
 func (r *docRecord) headerLen() int {
-	if r.hasFeed() {
-		return docHeaderLenV2
+	switch r.format() {
+	case 1:
+		return docHeaderLen
+	case 5:
+		return docHeaderLenV5
 	}
-	return docHeaderLen
+	return docHeaderLenV2
 }
 
 // appendHeader appends the record's header: its format, then the fields
 // that reads decide liveness and preconditions by.
 func (r *docRecord) appendHeader(b []byte) []byte {
-	version := byte(1)
-	switch {
-	case r.hasFeed() && r.logRefers:
-		version = 3
-	case r.hasFeed():
-		version = 2
-	}
+	version := r.format()
 	b = append(b, version)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.ts))
 	b = binary.BigEndian.AppendUint64(b, r.seq)
@@ -76,6 +100,9 @@ func (r *docRecord) appendHeader(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, r.lsn)
 	if r.hasFeed() {
 		b = r.feed.Append(b)
+	}
+	if version == 5 {
+		b = binary.BigEndian.AppendUint64(b, r.logPrev)
 	}
 	return b
 }
@@ -108,8 +135,10 @@ func decodeDoc(v []byte) (docRecord, error) {
 	header := docHeaderLen
 	switch {
 	case len(v) >= docHeaderLen && v[0] == 1:
-	case len(v) >= docHeaderLenV2 && (v[0] == 2 || v[0] == 3):
+	case len(v) >= docHeaderLenV2 && v[0] >= 2 && v[0] <= 4:
 		header = docHeaderLenV2
+	case len(v) >= docHeaderLenV5 && v[0] == 5:
+		header = docHeaderLenV5
 	default:
 		return docRecord{}, fmt.Errorf("%w (%d bytes)", errCorruptRecord, len(v))
 	}
@@ -118,10 +147,16 @@ func decodeDoc(v []byte) (docRecord, error) {
 		seq:       binary.BigEndian.Uint64(v[9:]),
 		own:       ttl.Own{Kind: ttl.OwnKind(v[17]), Seconds: int64(binary.BigEndian.Uint64(v[18:]))},
 		lsn:       binary.BigEndian.Uint64(v[26:]),
-		logRefers: v[0] == 3,
+		logRefers: v[0] >= 3,
 		json:      v[header:],
 	}
-	if header == docHeaderLenV2 {
+	switch v[0] {
+	case 4:
+		r.logOp = changefeed.OpCreate
+	case 5:
+		r.logOp, r.logPrev = changefeed.OpReplace, binary.BigEndian.Uint64(v[docHeaderLenV2:])
+	}
+	if header >= docHeaderLenV2 {
 		k, err := changefeed.DecodeKey(v[docHeaderLen:docHeaderLenV2])
 		if err != nil || !(&docRecord{feed: k}).hasFeed() {
 			return docRecord{}, fmt.Errorf("%w: feed key", errCorruptRecord)

@@ -14,7 +14,8 @@ import (
 // TestEncodeWithJSON: a record encoded while its JSON is marshalled is the
 // record encode gives for the same JSON, its JSON is the encoding's tail,
 // and it decodes back; in every record format (without a feed key, with one,
-// with one and the log referring to it), for a small document and for one
+// with one and the log referring to it, and saying what the log's record
+// of a create or a replace holds), for a small document and for one
 // larger than the scratch buffers that are kept.
 func TestEncodeWithJSON(t *testing.T) {
 	small := `{"id":"d1","pk":"p","n":1.5,"tags":["a",null,true],"s":"é\u2028"}`
@@ -26,10 +27,19 @@ func TestEncodeWithJSON(t *testing.T) {
 		}
 		withFeed := changefeed.Key{Second: 1_700_000_000, Writer: 3, Seq: 9}
 		for _, c := range []struct {
-			feed   changefeed.Key
-			refers bool
-		}{{withFeed, false}, {withFeed, true}, {changefeed.Key{Writer: changefeed.ExpiryWriter}, false}} {
-			rec := &docRecord{ts: 1_700_000_000, seq: 42, own: ttl.Own{Kind: ttl.OwnSeconds, Seconds: 60}, lsn: 77, feed: c.feed, logRefers: c.refers}
+			feed    changefeed.Key
+			refers  bool
+			op      changefeed.Op
+			prev    uint64
+			version byte
+		}{
+			{withFeed, false, 0, 0, 2},
+			{withFeed, true, 0, 0, 3},
+			{withFeed, true, changefeed.OpCreate, 0, 4},
+			{withFeed, true, changefeed.OpReplace, 1 << 60, 5},
+			{changefeed.Key{Writer: changefeed.ExpiryWriter}, false, 0, 0, 1},
+		} {
+			rec := &docRecord{ts: 1_700_000_000, seq: 42, own: ttl.Own{Kind: ttl.OwnSeconds, Seconds: 60}, lsn: 77, feed: c.feed, logRefers: c.refers, logOp: c.op, logPrev: c.prev}
 			got := rec.encodeWithJSON(o)
 			if want := jsonv.Marshal(o); !bytes.Equal(rec.json, want) {
 				t.Fatalf("json = %.80s, want %.80s", rec.json, want)
@@ -40,11 +50,18 @@ func TestEncodeWithJSON(t *testing.T) {
 			if &got[len(got)-1] != &rec.json[len(rec.json)-1] || cap(got) != len(got) {
 				t.Fatalf("the JSON does not share the encoding's one exact allocation (cap %d, len %d)", cap(got), len(got))
 			}
+			if got[0] != c.version {
+				t.Fatalf("format %d, want %d", got[0], c.version)
+			}
 			back, err := decodeDoc(got)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if back.ts != rec.ts || back.seq != rec.seq || back.own != rec.own || back.lsn != rec.lsn || back.hasFeed() != rec.hasFeed() || back.feed.Compare(rec.feed) != 0 || back.logRefers != rec.logRefers || !bytes.Equal(back.json, rec.json) {
+			if _, err := decodeDoc(got[:rec.headerLen()-1]); err == nil {
+				t.Fatalf("format %d: a header a byte short decodes", c.version)
+			}
+			if back.ts != rec.ts || back.seq != rec.seq || back.own != rec.own || back.lsn != rec.lsn || back.hasFeed() != rec.hasFeed() || back.feed.Compare(rec.feed) != 0 || back.logRefers != rec.logRefers ||
+				back.logOp != rec.logOp || back.logPrev != rec.logPrev || !bytes.Equal(back.json, rec.json) {
 				t.Fatalf("decoded %+v, want %+v", back, rec)
 			}
 		}
