@@ -251,7 +251,7 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 	fixed := fixedKeys(s.l, rec)
 	added := manifest
 	if prev != nil {
-		keys, err := ownedKeys(tx, s.l, prev)
+		keys, err := s.versionKeys(tx, prev)
 		if err != nil {
 			return nil, err
 		}
@@ -370,7 +370,7 @@ func (s *scope) remove(tx kv.Tx, suffix []byte, rec *docRecord) error {
 	if err := s.logBody(tx, suffix, rec); err != nil {
 		return err
 	}
-	keys, err := ownedKeys(tx, s.l, rec)
+	keys, err := s.versionKeys(tx, rec)
 	if err != nil {
 		return err
 	}

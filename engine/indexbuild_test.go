@@ -319,3 +319,44 @@ func TestPolicyChangeWakesTheBuilder(t *testing.T) {
 		t.Errorf("/b has %d entries after the re-index", got)
 	}
 }
+
+// TestReplaceAndDeleteWhileReindexPending: a replace or a delete of a
+// version stored under the earlier policy, while the re-index is pending,
+// removes that version's entries as its stored manifest lists them (not as
+// the new policy would compute them), so none is left behind; once the
+// build is done, the manifest is computed from the body and the same holds.
+func TestReplaceAndDeleteWhileReindexPending(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":-1`)
+	for i := range 4 {
+		if err := te.create("c", fmt.Sprintf(`{"id":"d%d","pk":"p","a":%d,"b":"x%d"}`, i, i, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	te.setDefaultTTL("c", `"defaultTtl":-1,"indexingPolicy":{"indexingMode":"consistent","includedPaths":[{"path":"/a/?"}],"excludedPaths":[{"path":"/*"}]}`)
+	if _, err := te.ReplaceDocument(ctx, ref("c", "d0", "p"), []byte(`{"id":"d0","pk":"p","a":10,"b":"y0"}`), Conditions{}); err != nil {
+		t.Fatal(err)
+	}
+	te.mustDelete("c", "d1")
+	// d2 and d3 keep their /b entries until the build; d0's and d1's are gone.
+	if got := te.indexEntryCount("c", "b"); got != 2 {
+		t.Errorf("while the build is pending: %d entries for /b, want 2 (d2's and d3's)", got)
+	}
+	if err := te.Check(ctx); err != nil {
+		t.Fatalf("invariants while the build is pending: %v", err)
+	}
+	if _, err := te.BuildIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := te.ReplaceDocument(ctx, ref("c", "d2", "p"), []byte(`{"id":"d2","pk":"p","a":12,"b":"y2"}`), Conditions{}); err != nil {
+		t.Fatal(err)
+	}
+	te.mustDelete("c", "d3")
+	if got, want := te.indexEntryCount("c", "b"), 0; got != want {
+		t.Errorf("after the build: %d entries for /b, want %d", got, want)
+	}
+	if got := te.indexEntryCount("c", "a"); got != 2 {
+		t.Errorf("after the build: %d entries for /a, want 2 (d0's and d2's)", got)
+	}
+}
