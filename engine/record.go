@@ -207,7 +207,12 @@ func fixedKeys(l *layout, r *docRecord) [][]byte {
 
 // manifestFor returns the secondary index and unique key entries of a document
 // version, and its change feed entry: what its manifest lists, so that the
-// version can be removed without parsing its JSON.
+// purge can remove the version without parsing its JSON. A replace or a
+// delete, which has the JSON, computes it again instead of reading the
+// manifest (versionKeys), and Check compares the two: a change to what
+// manifestFor returns for a stored version must therefore migrate the stored
+// manifests, or start a re-index of every container, as feedmigrate did when
+// the change feed entries joined them.
 func manifestFor(l *layout, rec *docRecord, o *jsonv.Object) ([][]byte, error) {
 	seq := rec.seq
 	keys := indexEntries(l, seq, o)
