@@ -147,6 +147,9 @@ type prepared struct {
 	id     string
 	pk     lethe.PartitionKey
 	suffix []byte
+	// prevObj is the version being replaced, parsed, when the caller has
+	// parsed it already (a patch): versionKeys then need not parse it again.
+	prevObj *jsonv.Object
 }
 
 // prepare validates a document for a write into the scope's container: the id,
@@ -251,7 +254,7 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 	fixed := fixedKeys(s.l, rec)
 	added := manifest
 	if prev != nil {
-		keys, err := s.versionKeys(tx, prev)
+		keys, err := s.versionKeys(tx, prev, p.prevObj)
 		if err != nil {
 			return nil, err
 		}
@@ -370,7 +373,7 @@ func (s *scope) remove(tx kv.Tx, suffix []byte, rec *docRecord) error {
 	if err := s.logBody(tx, suffix, rec); err != nil {
 		return err
 	}
-	keys, err := s.versionKeys(tx, rec)
+	keys, err := s.versionKeys(tx, rec, nil)
 	if err != nil {
 		return err
 	}

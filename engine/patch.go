@@ -340,6 +340,7 @@ func (s *scope) patchTx(e *Engine, tx kv.Tx, suffix []byte, ref DocRef, p *Patch
 	if prep.id != ref.ID {
 		return nil, patchError("Patch cannot change the id of a document.")
 	}
+	prep.prevObj = cur // apply left it as stored: it cloned it
 	return s.write(e, tx, prep, live, true)
 }
 

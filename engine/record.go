@@ -509,14 +509,16 @@ func ownedKeys(r kv.Reader, l *layout, rec *docRecord) ([][]byte, error) {
 // instead of read from the store: that lookup, of a key written once a
 // version and long flushed, was 8% of a replace's server CPU in a profile.
 // While a re-index is pending the manifest may follow the earlier policy,
-// and is read.
-func (s *scope) versionKeys(r kv.Reader, rec *docRecord) ([][]byte, error) {
+// and is read. o is rec's JSON parsed, or nil to parse it here.
+func (s *scope) versionKeys(r kv.Reader, rec *docRecord, o *jsonv.Object) ([][]byte, error) {
 	if s.c.IndexBuild != nil {
 		return ownedKeys(r, s.l, rec)
 	}
-	o, err := jsonv.ParseStoredObject(rec.json)
-	if err != nil {
-		return nil, fmt.Errorf("stored document: %w", err)
+	if o == nil {
+		var err error
+		if o, err = jsonv.ParseStoredObject(rec.json); err != nil {
+			return nil, fmt.Errorf("stored document: %w", err)
+		}
 	}
 	manifest, err := manifestFor(s.l, rec, o)
 	if err != nil {
