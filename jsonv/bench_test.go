@@ -44,3 +44,22 @@ func BenchmarkParse(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMarshal encodes the parsed documents again, as every write does
+// to store its body.
+func BenchmarkMarshal(b *testing.B) {
+	for _, name := range []string{"doc1KB", "wide64", "nums200"} {
+		v, err := Parse(benchDocs[name])
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(benchDocs[name])))
+			b.ReportAllocs()
+			buf := make([]byte, 0, 4096)
+			for range b.N {
+				buf = Append(buf[:0], v)
+			}
+		})
+	}
+}

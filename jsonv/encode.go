@@ -58,6 +58,9 @@ func AppendString(dst []byte, s string) []byte {
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
 			i++
+			if len(s)-i >= 16 { // a long run: a word at a time
+				i += plainPrefix(s[i:])
+			}
 			continue
 		}
 		if c < utf8.RuneSelf {

@@ -350,20 +350,14 @@ func (p *parser) str() (string, error) {
 	p.i++ // opening quote
 	start := p.i
 	// Fast path: no escapes.
-	for p.i < len(p.b) {
-		c := p.b[p.i]
-		if c == '"' {
-			s := p.b[start:p.i]
-			if !utf8.Valid(s) {
-				return "", p.fail("invalid UTF-8 in a string")
-			}
-			p.i++
-			return string(s), nil
-		}
-		if c == '\\' || c < 0x20 {
-			break
+	p.i += stringStop(p.b[p.i:])
+	if p.i < len(p.b) && p.b[p.i] == '"' {
+		s := p.b[start:p.i]
+		if !utf8.Valid(s) {
+			return "", p.fail("invalid UTF-8 in a string")
 		}
 		p.i++
+		return string(s), nil
 	}
 	buf := append([]byte(nil), p.b[start:p.i]...)
 	for p.i < len(p.b) {
@@ -422,8 +416,9 @@ func (p *parser) str() (string, error) {
 				return "", p.fail("invalid escape '\\%c'", e)
 			}
 		default:
-			buf = append(buf, c)
-			p.i++
+			n := stringStop(p.b[p.i:])
+			buf = append(buf, p.b[p.i:p.i+n]...)
+			p.i += n
 		}
 	}
 	return "", p.fail("unterminated string")
