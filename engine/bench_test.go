@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -255,6 +256,79 @@ func BenchmarkCreateDocument(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkCreateSettled creates LETHE_BENCH_DOCS documents (100,000 by
+// default) from settledWriters goroutines, as lethe bench's 8 clients do,
+// shaped like its documents, with time to live and
+// the change feed's log on, and reports what a create cost the process
+// (measureCost): its CPU in all (cpu), of which fg until the last create
+// returned, the rest the flushes and compactions the creates left behind,
+// which a timed loop of creates does not see; the bytes those wrote, and
+// the tables' size once settled. It is the LSM's share of a create that the
+// server's profile shows. Run it with -benchtime 1x:
+//
+//	go test ./engine -run '^$' -bench 'CreateSettled/inmemory' -benchtime 1x
+func BenchmarkCreateSettled(b *testing.B) {
+	const settledWriters = 8
+	n := benchEnv("LETHE_BENCH_DOCS", 100_000)
+	for _, durable := range []bool{false, true} {
+		kind, _, extra := benchCase(durable, true)
+		b.Run(kind, func(b *testing.B) {
+			for range b.N {
+				opts := pebblekv.Options{InMemory: !durable, LookupCacheSize: pebblekv.DefaultInMemoryLookupCacheSize,
+					LookupCacheable: LookupCacheable, FilterPrefix: DocumentKeyPrefix(), FilterKeys: DocumentKeys}
+				if durable {
+					opts.Dir, opts.LookupCacheSize = b.TempDir(), pebblekv.DefaultLookupCacheSize
+				}
+				store, err := pebblekv.Open(opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				e, err := Open(ctx, Options{Store: store, DisableBackground: true, StoreBacklogged: store.Backlogged})
+				if err != nil {
+					b.Fatal(err)
+				}
+				benchContainer(b, e, extra)
+				bodies, refs := benchDocuments(n)
+				create := measureCost(b, store, func() {
+					var wg sync.WaitGroup
+					for w := range settledWriters {
+						wg.Go(func() {
+							for i := w; i < n; i += settledWriters {
+								if _, err := e.CreateDocument(ctx, refs[i], bodies[i]); err != nil {
+									b.Error(err)
+									return
+								}
+							}
+						})
+					}
+					wg.Wait()
+				})
+				perDoc := func(v float64) float64 { return v / float64(n) }
+				b.ReportMetric(perDoc(create.cpu.Seconds()*1e6), "cpu-us/create")
+				b.ReportMetric(perDoc(create.fg.Seconds()*1e6), "fg-cpu-us/create")
+				b.ReportMetric(perDoc(float64(create.tables)), "sst-written-B/create")
+				b.ReportMetric(perDoc(float64(create.tableBytes)), "sst-B/create")
+				e.Close()
+				store.Close()
+			}
+		})
+	}
+}
+
+// benchDocuments returns the bodies and references of n documents shaped
+// like lethe bench's (package bench, document.go): id d<i>, partition key
+// p<i mod 100>, k = i/10, v = 0, padded to 1 KB.
+func benchDocuments(n int) ([][]byte, []DocRef) {
+	pad := strings.Repeat("x", 960)
+	bodies, refs := make([][]byte, n), make([]DocRef, n)
+	for i := range n {
+		id, pk := "d"+strconv.Itoa(i), "p"+strconv.Itoa(i%100)
+		bodies[i] = []byte(`{"id":"` + id + `","pk":"` + pk + `","k":` + strconv.Itoa(i/10) + `,"v":0,"pad":"` + pad + `"}`)
+		refs[i] = DocRef{DB: "db", Coll: "c", ID: id, PK: lethe.PartitionKey{pk}}
+	}
+	return bodies, refs
 }
 
 // benchCase names a case of the point-operation benchmarks, its store and
