@@ -259,14 +259,13 @@ func BenchmarkCreateDocument(b *testing.B) {
 }
 
 // BenchmarkCreateSettled creates LETHE_BENCH_DOCS documents (100,000 by
-// default) from settledWriters goroutines, as lethe bench's 8 clients do,
-// shaped like its documents, with time to live and
-// the change feed's log on, and reports what a create cost the process
-// (measureCost): its CPU in all (cpu), of which fg until the last create
-// returned, the rest the flushes and compactions the creates left behind,
-// which a timed loop of creates does not see; the bytes those wrote, and
-// the tables' size once settled. It is the LSM's share of a create that the
-// server's profile shows. Run it with -benchtime 1x:
+// default) shaped like lethe bench's, from as many writers as its clients,
+// with time to live and the change feed's log on, and reports what a create
+// cost the process (measureCost): its CPU in all (cpu), of which fg until
+// the last create returned; the rest is the flushes and compactions the
+// creates left behind, which a timed loop of creates, or a server's profile
+// of a timed run, does not see whole. Beside it, the bytes those wrote and
+// the tables' size once settled. Run it with -benchtime 1x:
 //
 //	go test ./engine -run '^$' -bench 'CreateSettled/inmemory' -benchtime 1x
 func BenchmarkCreateSettled(b *testing.B) {

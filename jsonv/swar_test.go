@@ -38,9 +38,10 @@ func checkScans(t *testing.T, b []byte) {
 }
 
 // Every byte value at every position of a 19-byte string (two words and a
-// tail), in a run of plain bytes, of bytes beyond ASCII and of bytes that
-// borrow in the word arithmetic (0x00, 0x20, 0x21): the first stop is found
-// exactly, whatever follows it.
+// tail) filled with plain bytes, bytes beyond ASCII or bytes just above a
+// bound (0x21, 0x7f), then with a stop or a byte that borrows (0x00, 0x20)
+// right after it or at the end: the first stop is found exactly, whatever
+// follows it.
 func TestScansFindTheFirstStop(t *testing.T) {
 	for _, fill := range []byte{'x', 0xe9, 0x21, 0x7f} {
 		for pos := range 19 {
