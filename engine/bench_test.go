@@ -275,12 +275,7 @@ func BenchmarkCreateSettled(b *testing.B) {
 		kind, _, extra := benchCase(durable, true)
 		b.Run(kind, func(b *testing.B) {
 			for range b.N {
-				opts := pebblekv.Options{InMemory: !durable, LookupCacheSize: pebblekv.DefaultInMemoryLookupCacheSize,
-					LookupCacheable: LookupCacheable, FilterPrefix: DocumentKeyPrefix(), FilterKeys: DocumentKeys}
-				if durable {
-					opts.Dir, opts.LookupCacheSize = b.TempDir(), pebblekv.DefaultLookupCacheSize
-				}
-				store, err := pebblekv.Open(opts)
+				store, err := pebblekv.Open(serverStoreOptions(b, durable))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -468,12 +463,7 @@ func BenchmarkRSSAfterLoad(b *testing.B) {
 		kind, feedAndTTL, extra := benchCase(c.durable, c.on)
 		b.Run(kind+"/log+ttl="+feedAndTTL, func(b *testing.B) {
 			for range b.N {
-				opts := pebblekv.Options{InMemory: !c.durable, LookupCacheSize: pebblekv.DefaultInMemoryLookupCacheSize,
-					LookupCacheable: LookupCacheable, FilterPrefix: DocumentKeyPrefix(), FilterKeys: DocumentKeys}
-				if c.durable {
-					opts.Dir, opts.LookupCacheSize = b.TempDir(), pebblekv.DefaultLookupCacheSize
-				}
-				store, err := pebblekv.Open(opts)
+				store, err := pebblekv.Open(serverStoreOptions(b, c.durable))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -504,6 +494,18 @@ func BenchmarkRSSAfterLoad(b *testing.B) {
 			}
 		})
 	}
+}
+
+// serverStoreOptions returns the options lethe serve opens its store with
+// (its lookup cache and key filter at their defaults), in memory or in a
+// temporary directory.
+func serverStoreOptions(b *testing.B, durable bool) pebblekv.Options {
+	opts := pebblekv.Options{InMemory: !durable, LookupCacheSize: pebblekv.DefaultInMemoryLookupCacheSize,
+		LookupCacheable: LookupCacheable, FilterPrefix: DocumentKeyPrefix(), FilterKeys: DocumentKeys}
+	if durable {
+		opts.Dir, opts.LookupCacheSize = b.TempDir(), pebblekv.DefaultLookupCacheSize
+	}
+	return opts
 }
 
 // procMemory reads VmRSS and VmHWM of this process, in bytes.

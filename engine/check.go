@@ -81,7 +81,9 @@ func checkContainer(r kv.Reader, l *layout, building bool) []error {
 			errs = append(errs, fmt.Errorf("document %x: %w", suffix, err))
 			continue
 		}
-		versions[string(suffix)] = &docRecord{lsn: rec.lsn, logRefers: rec.logRefers, logOp: rec.logOp, logPrev: rec.logPrev, feed: rec.feed}
+		header := rec
+		header.json = nil // the scan's buffer, not ours to keep
+		versions[string(suffix)] = &header
 		fixed := fixedKeys(l, &rec)
 		usage.add(fixed, len(rec.json), 1)
 		for _, k := range fixed {
