@@ -131,6 +131,20 @@ func TestBenchEndToEnd(t *testing.T) {
 	if !bytes.Contains(stdout.Bytes(), []byte("x ceiling")) {
 		t.Errorf("no table on stdout:\n%s", stdout)
 	}
+	// Both servers were spawned, so their memory at the end is known; the
+	// server holds the documents the ceiling never stores.
+	if e := rep.End; e == nil || e.Server == nil || e.Ceiling == nil {
+		t.Errorf("memory at the end %+v: want the server's and the ceiling's", e)
+	} else {
+		for name, m := range map[string]*Memory{"lethe": e.Server, "ceiling": e.Ceiling} {
+			if m.AnonBytes <= 0 || m.FileBytes <= 0 || m.AnonBytes+m.FileBytes > m.RSSBytes {
+				t.Errorf("%s at the end: %+v: want both parts above 0 and within RSS", name, m)
+			}
+		}
+		if !bytes.Contains(stdout.Bytes(), []byte("memory at the end of the run: lethe ")) {
+			t.Errorf("no end memory on stdout:\n%s", stdout)
+		}
+	}
 }
 
 // TestBenchSustainedEndToEnd runs ttl-sustained as users do, on spawned

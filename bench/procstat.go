@@ -18,6 +18,14 @@ const clockTicks = 100
 type ProcSample struct {
 	RSS int64 // resident set size now, bytes (VmRSS)
 	HWM int64 // peak resident set size over the process's life, bytes (VmHWM)
+	// Anon and Files split RSS by what backs its pages (RssAnon and RssFile;
+	// the rest is shared memory, RssShmem). Anon is the process's own
+	// memory: heap, stacks, a store's memtables, tables and caches. Files
+	// are pages of mapped files, mostly the executable's code and read-only
+	// data, which the kernel shares with its page cache and maps in large
+	// pieces: they say how large the binary is more than how much the
+	// process allocated.
+	Anon, Files int64
 	// CPU is the user + system CPU time used so far by all the process's
 	// threads, those that have exited included: utime + stime from
 	// /proc/<pid>/stat, which the kernel keeps for the whole thread group
@@ -49,6 +57,10 @@ func ReadProc(pid int) (ProcSample, error) {
 			s.RSS, err = parseKB(val)
 		case "VmHWM":
 			s.HWM, err = parseKB(val)
+		case "RssAnon":
+			s.Anon, err = parseKB(val)
+		case "RssFile":
+			s.Files, err = parseKB(val)
 		}
 		if err != nil {
 			return s, fmt.Errorf("read /proc/%d/status: %s: %w", pid, name, err)

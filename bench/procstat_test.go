@@ -80,6 +80,12 @@ func TestReadProcSelf(t *testing.T) {
 	if s.RSS <= 0 || s.HWM < s.RSS {
 		t.Errorf("RSS %d HWM %d: want 0 < RSS <= HWM", s.RSS, s.HWM)
 	}
+	// A Go test binary has heap and stacks of its own and runs from a
+	// mapped executable; the kernel computes VmRSS as the sum of the
+	// anonymous, file and shared parts it reports beside it.
+	if s.Anon <= 0 || s.Files <= 0 || s.Anon+s.Files > s.RSS {
+		t.Errorf("RSS %d, anonymous %d, files %d: want both parts above 0 and within RSS", s.RSS, s.Anon, s.Files)
+	}
 	if s.CPU <= 0 {
 		t.Errorf("CPU %v: a running process has used some", s.CPU)
 	}

@@ -20,6 +20,17 @@ type Repeated struct {
 	// Medians has a row for each workload measured in every run, in the
 	// order the workloads ran.
 	Medians []*MedianRow `json:"medians"`
+	// End is the servers' resident memory at the end of each run
+	// (Report.End), over the runs that measured it.
+	End EndSpread `json:"end_memory"`
+}
+
+// EndSpread is EndMemory over several runs, in bytes.
+type EndSpread struct {
+	ServerRSS   Spread `json:"server_rss_bytes"`
+	ServerAnon  Spread `json:"server_anon_bytes"`
+	CeilingRSS  Spread `json:"ceiling_rss_bytes"`
+	CeilingAnon Spread `json:"ceiling_anon_bytes"`
 }
 
 // MedianRow is one workload's figures over the runs: each run's and their
@@ -98,9 +109,23 @@ func RunRepeated(ctx context.Context, o *Options, n int) (*Repeated, error) {
 // for each workload that every one of them measured without error.
 func (rep *Repeated) summarize() {
 	rep.Medians = nil
+	rep.End = EndSpread{}
 	runs := rep.complete()
 	if len(runs) == 0 {
 		return
+	}
+	for _, run := range runs {
+		if e := run.End; e != nil && e.Server != nil {
+			rep.End.ServerRSS.add(float64(e.Server.RSSBytes))
+			rep.End.ServerAnon.add(float64(e.Server.AnonBytes))
+		}
+		if e := run.End; e != nil && e.Ceiling != nil {
+			rep.End.CeilingRSS.add(float64(e.Ceiling.RSSBytes))
+			rep.End.CeilingAnon.add(float64(e.Ceiling.AnonBytes))
+		}
+	}
+	for _, s := range []*Spread{&rep.End.ServerRSS, &rep.End.ServerAnon, &rep.End.CeilingRSS, &rep.End.CeilingAnon} {
+		s.settle()
 	}
 	for _, first := range runs[0].Workloads {
 		row := &MedianRow{Workload: first.Workload}
@@ -166,6 +191,15 @@ func (rep *Repeated) WriteText(w io.Writer) {
 			m.CeilingCPUPerOp.format("%.0f", 1), m.RSSBytes.format("%.0f", bytesPerMB))
 	}
 	tw.Flush()
+	if e := rep.End; len(e.ServerRSS.Runs) > 0 || len(e.CeilingRSS.Runs) > 0 {
+		fmt.Fprintln(w, "memory at the end of the run, MB:")
+		if len(e.ServerRSS.Runs) > 0 {
+			fmt.Fprintf(w, "  server   %s resident, %s anonymous\n", e.ServerRSS.format("%.1f", bytesPerMB), e.ServerAnon.format("%.1f", bytesPerMB))
+		}
+		if len(e.CeilingRSS.Runs) > 0 {
+			fmt.Fprintf(w, "  ceiling  %s resident, %s anonymous\n", e.CeilingRSS.format("%.1f", bytesPerMB), e.CeilingAnon.format("%.1f", bytesPerMB))
+		}
+	}
 }
 
 // format writes the median and the runs' values, each divided by unit; an

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -71,7 +72,9 @@ func TestSummarizeKeepsCompleteWorkloads(t *testing.T) {
 // and summarized.
 func TestRunRepeated(t *testing.T) {
 	url := startCeiling(t, nil)
-	rep, err := RunRepeated(context.Background(), &Options{Endpoint: url, Workloads: []string{"create", "read"}, Docs: 20, Ops: 30, Concurrency: 2, Warmup: -1}, 3)
+	// The ceiling serves from this process, whose PID stands for a local
+	// server's.
+	rep, err := RunRepeated(context.Background(), &Options{Endpoint: url, ServerPID: os.Getpid(), Workloads: []string{"create", "read"}, Docs: 20, Ops: 30, Concurrency: 2, Warmup: -1}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +90,20 @@ func TestRunRepeated(t *testing.T) {
 				t.Errorf("%s: run %d's ops/s %v is not that run's", m.Workload, i+1, v)
 			}
 		}
+	}
+	if e := rep.End; len(e.ServerRSS.Runs) != 3 || len(e.ServerAnon.Runs) != 3 || len(e.CeilingRSS.Runs) != 0 || e.ServerRSS.Median <= 0 {
+		t.Errorf("end memory %+v: want the server's in each of three runs, no ceiling", e)
+	} else {
+		for i, run := range rep.Runs {
+			if got, want := e.ServerRSS.Runs[i], float64(run.End.Server.RSSBytes); got != want {
+				t.Errorf("run %d: end RSS %v in the spread, %v in the run", i+1, got, want)
+			}
+		}
+	}
+	var out strings.Builder
+	rep.WriteText(&out)
+	if !strings.Contains(out.String(), "memory at the end of the run, MB:\n  server ") {
+		t.Errorf("no end memory in the text:\n%s", out.String())
 	}
 	path := filepath.Join(t.TempDir(), "out.json")
 	if err := rep.WriteJSON(path); err != nil {

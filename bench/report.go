@@ -32,6 +32,10 @@ type Report struct {
 	Fsync     *FsyncResult `json:"fsync_probe,omitempty"`
 	Populate  *Populate    `json:"populate,omitempty"`
 	Workloads []*Result    `json:"workloads"`
+	// End is the servers' resident memory after the last workload: what
+	// the whole run left them holding, where each workload's RSS is the
+	// figure at its own end.
+	End *EndMemory `json:"end_memory,omitempty"`
 	// Problems lists what went wrong outside the counted operations: a
 	// workload that could not be set up, a server that exited early.
 	Problems []string `json:"problems,omitempty"`
@@ -171,6 +175,33 @@ type ServerStats struct {
 	CPUPerOp     float64 `json:"cpu_us_per_op"`
 }
 
+// EndMemory is the resident memory of the server (summed over its gateways)
+// and of the ceiling at the end of a run, each nil when its process is not
+// known (a server given by endpoint without its PID). The ceiling runs the
+// same executable with no storage: its figures are what the binary and the
+// Go runtime hold before any data.
+type EndMemory struct {
+	Server  *Memory `json:"server,omitempty"`
+	Ceiling *Memory `json:"ceiling,omitempty"`
+}
+
+// Memory is a process's resident memory, whole and by what backs it (see
+// ProcSample).
+type Memory struct {
+	RSSBytes  int64 `json:"rss_bytes"`
+	AnonBytes int64 `json:"anon_bytes"`
+	FileBytes int64 `json:"file_bytes"`
+}
+
+func memoryOf(s ProcSample) *Memory {
+	return &Memory{RSSBytes: s.RSS, AnonBytes: s.Anon, FileBytes: s.Files}
+}
+
+// String describes m for the report, in MB.
+func (m *Memory) String() string {
+	return fmt.Sprintf("%.1f MB resident (anonymous %.1f, mapped files %.1f)", mb(m.RSSBytes), mb(m.AnonBytes), mb(m.FileBytes))
+}
+
 // GatewayStats are one gateway's share of a measurement whose workers were
 // spread over several: the operations of the workers that used it, and its
 // process's memory and CPU when it is local (spawned).
@@ -298,6 +329,20 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 	}
 	tw.Flush()
+	if e := r.End; e != nil {
+		var parts []string
+		if e.Server != nil {
+			name := r.Server.Name
+			if len(r.Gateways) > 1 {
+				name = fmt.Sprintf("the %d gateways together", len(r.Gateways))
+			}
+			parts = append(parts, name+" "+e.Server.String())
+		}
+		if e.Ceiling != nil {
+			parts = append(parts, "the ceiling "+e.Ceiling.String())
+		}
+		fmt.Fprintf(w, "\nmemory at the end of the run: %s\n", strings.Join(parts, "; "))
+	}
 	every := max(int(p.TimelineIntervalSec), 1)
 	for _, res := range r.Workloads {
 		if res.Sustained != nil {

@@ -113,7 +113,25 @@ func Run(ctx context.Context, o *Options) (rep *Report, err error) {
 			break
 		}
 	}
+	r.rep.End = r.endMemory()
 	return r.rep, nil
+}
+
+// endMemory reads the resident memory of the server (every gateway's,
+// summed) and of the ceiling after the last workload; nil when neither
+// process is known.
+func (r *runner) endMemory() *EndMemory {
+	var end EndMemory
+	if s, ok := r.server.sample(); ok {
+		end.Server = memoryOf(s)
+	}
+	if s, ok := r.ceiling.sample(); ok {
+		end.Ceiling = memoryOf(s)
+	}
+	if end.Server == nil && end.Ceiling == nil {
+		return nil
+	}
+	return &end
 }
 
 // serverExited reports whether a spawned gateway of the run's server has
@@ -460,6 +478,8 @@ func sumSamples(ss []ProcSample) ProcSample {
 	for _, s := range ss {
 		sum.RSS += s.RSS
 		sum.HWM += s.HWM
+		sum.Anon += s.Anon
+		sum.Files += s.Files
 		sum.CPU += s.CPU
 	}
 	return sum
