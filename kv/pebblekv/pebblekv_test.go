@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -610,6 +611,64 @@ func TestBlockCacheAndFilters(t *testing.T) {
 	}
 	if m.Filter.Hits < 400 {
 		t.Errorf("bloom filter hits after 500 absent-key reads: %d, want most of them", m.Filter.Hits)
+	}
+}
+
+// TestFiltersAboveTheLowestLevel checks which tables carry a bloom filter:
+// those a flush writes, not those a compaction writes into the lowest level
+// (bloomBitsPerKey), on both kinds of store; and that keys there read back
+// without one.
+func TestFiltersAboveTheLowestLevel(t *testing.T) {
+	disk, err := Open(Options{Dir: t.TempDir(), Reserve: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = disk.Close() })
+	for name, s := range map[string]*Store{"in memory": openMem(t), "on disk": disk} {
+		// Two flushes that overlap, so that the compaction below rewrites
+		// their keys rather than moving a table down whole (a moved table
+		// keeps its filter).
+		for _, from := range []int{0, 1000} {
+			putKeys(t, s, 2000, func(j int) int { return from + j }, []byte("value"))
+			if err := s.db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		filters := func() map[int][]string {
+			t.Helper()
+			levels, err := s.db.SSTables(pebble.WithProperties())
+			if err != nil {
+				t.Fatal(err)
+			}
+			byLevel := map[int][]string{}
+			for l, tables := range levels {
+				for _, tb := range tables {
+					byLevel[l] = append(byLevel[l], tb.Properties.FilterPolicyName)
+				}
+			}
+			return byLevel
+		}
+		if got := filters(); len(got) != 1 || len(got[0]) == 0 || slices.Contains(got[0], "") {
+			t.Errorf("%s, after a flush: filters by level %v, want level 0 only, each table with one", name, got)
+		}
+		if err := s.db.Compact(context.Background(), []byte("k"), []byte("l"), true); err != nil {
+			t.Fatal(err)
+		}
+		last := len(s.db.Metrics().Levels) - 1
+		if got := filters(); len(got) != 1 || len(got[last]) == 0 || slices.ContainsFunc(got[last], func(f string) bool { return f != "" }) {
+			t.Errorf("%s, compacted: filters by level %v, want level %d only, no table with one", name, got, last)
+		}
+		if err := s.View(context.Background(), func(r kv.Reader) error {
+			if _, err := r.Get([]byte("k001234")); err != nil {
+				return err
+			}
+			if _, err := r.Get([]byte("k001234-absent")); !errors.Is(err, kv.ErrNotFound) {
+				return fmt.Errorf("absent key: %v", err)
+			}
+			return nil
+		}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
 
