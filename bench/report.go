@@ -34,7 +34,9 @@ type Report struct {
 	Workloads []*Result    `json:"workloads"`
 	// End is the servers' resident memory after the last workload: what
 	// the whole run left them holding, where each workload's RSS is the
-	// figure at its own end.
+	// figure at its own end, under load. With a ceiling, a last workload
+	// that writes ran on the ceiling after the server, which was idle
+	// meanwhile and may have given memory back.
 	End *EndMemory `json:"end_memory,omitempty"`
 	// Problems lists what went wrong outside the counted operations: a
 	// workload that could not be set up, a server that exited early.
