@@ -115,11 +115,15 @@ func (rep *Repeated) summarize() {
 		return
 	}
 	for _, run := range runs {
-		if e := run.End; e != nil && e.Server != nil {
+		e := run.End
+		if e == nil {
+			continue
+		}
+		if e.Server != nil {
 			rep.End.ServerRSS.add(float64(e.Server.RSSBytes))
 			rep.End.ServerAnon.add(float64(e.Server.AnonBytes))
 		}
-		if e := run.End; e != nil && e.Ceiling != nil {
+		if e.Ceiling != nil {
 			rep.End.CeilingRSS.add(float64(e.Ceiling.RSSBytes))
 			rep.End.CeilingAnon.add(float64(e.Ceiling.AnonBytes))
 		}
