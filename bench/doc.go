@@ -13,10 +13,15 @@
 //	read           point reads of existing documents
 //	replace        point replaces of existing documents
 //	upsert         upserts of existing documents
+//	patch          partial updates (PATCH) incrementing an existing document's v
+//	delete         point deletes of the documents the create workload made earlier in
+//	               the run, oldest first; it needs create before it, and ends early
+//	               when none is left
 //	query-pk       SELECT * FROM c WHERE c.pk = @pk, the first page of 10
 //	query-cross    SELECT * FROM c WHERE c.k = @k across partitions (ten documents
 //	               match), the first page of 10
 //	query-list     SELECT * FROM c in one partition (its key in the request), the first page of 10
+//	query-order    SELECT * FROM c ORDER BY c._ts DESC in one partition, the first page of 10
 //	mixed          80% point reads, 20% upserts
 //	ttl            creates of documents that carry a short ttl, so the purge runs all along
 //	ttl-sustained  the ttl workload's creates, in a container of its own, sampled

@@ -31,7 +31,7 @@ const (
 
 // Workloads lists every workload, in the order they are described in the
 // package documentation.
-var Workloads = []string{"create", "read", "replace", "upsert", "query-pk", "query-cross", "query-list", "mixed", "ttl", "ttl-sustained"}
+var Workloads = []string{"create", "read", "replace", "upsert", "patch", "delete", "query-pk", "query-cross", "query-list", "query-order", "mixed", "ttl", "ttl-sustained"}
 
 // Options configure a benchmark run. A zero field takes its default.
 type Options struct {
@@ -213,6 +213,9 @@ func (o *Options) Validate() error {
 		if !slices.Contains(Workloads, w) {
 			errs = append(errs, fmt.Errorf("unknown workload %q (known: %s)", w, strings.Join(Workloads, ", ")))
 		}
+	}
+	if i := slices.Index(o.Workloads, "delete"); i >= 0 && !slices.Contains(o.Workloads[:i], "create") {
+		errs = append(errs, errors.New("the delete workload deletes what the create workload made: list create before it"))
 	}
 	if o.Docs < 0 {
 		errs = append(errs, errors.New("docs must be positive"))

@@ -62,6 +62,7 @@ type phaseResult struct {
 	errCount    int64
 	peakRSS     int64
 	interrupted bool
+	drained     bool // a worker ran out of work (errNoneLeft) and stopped early
 	// byOp are the successful operations and errors of the workers of each
 	// of runPhase's ops (each gateway's), and how many workers ran it.
 	byOp []opTotals
@@ -81,6 +82,7 @@ func (r *runner) runPhase(ctx context.Context, ops []opFunc, ph phase) *phaseRes
 	var (
 		c       counters
 		stop    atomic.Bool
+		drained atomic.Bool
 		tickets atomic.Int64
 		wg      sync.WaitGroup
 	)
@@ -126,6 +128,10 @@ func (r *runner) runPhase(ctx context.Context, ops []opFunc, ph phase) *phaseRes
 				if ctx.Err() != nil {
 					return // interrupted: neither a result nor an error
 				}
+				if errors.Is(err, errNoneLeft) {
+					drained.Store(true)
+					return
+				}
 				if err != nil {
 					class := errorClass(err)
 					if w.errs[class] == 0 {
@@ -149,6 +155,7 @@ func (r *runner) runPhase(ctx context.Context, ops []opFunc, ph phase) *phaseRes
 	<-progressStopped
 	<-watchStopped
 	res.interrupted = ctx.Err() != nil
+	res.drained = drained.Load()
 	res.errs, res.errText = map[string]int64{}, map[string]string{}
 	res.byOp = make([]opTotals, len(ops))
 	for i, w := range workers {

@@ -149,6 +149,10 @@ type Measurement struct {
 	// busy meanwhile (from /proc/stat): near 1, the cores were the limit.
 	MachineBusy float64 `json:"machine_busy"`
 	Interrupted bool    `json:"interrupted,omitempty"`
+	// Drained says the workload ran out of work before its duration: the
+	// delete workload deleted every document the create workload made.
+	// Its rates cover the time it ran.
+	Drained bool `json:"drained,omitempty"`
 	// Slices is how many turns the measurement took, when it alternated
 	// with the ceiling's (Options.Slices); absent when it was one piece.
 	Slices int `json:"slices,omitempty"`
@@ -363,6 +367,9 @@ func (r *Report) WriteText(w io.Writer) {
 			}
 			if m.Interrupted {
 				notes = append(notes, fmt.Sprintf("%s on %s: interrupted after %.1fs", res.Workload, m.Target, m.Seconds))
+			}
+			if m.Drained {
+				notes = append(notes, fmt.Sprintf("%s on %s: ran out of documents after %.1fs (%d operations); its rates cover that time", res.Workload, m.Target, m.Seconds, m.Ops))
 			}
 			for _, k := range slices.Sorted(maps.Keys(m.ByStatus)) {
 				notes = append(notes, fmt.Sprintf("%s on %s: %d errors %s, e.g. %s", res.Workload, m.Target, m.ByStatus[k], k, m.ErrorSample[k]))

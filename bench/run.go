@@ -50,12 +50,30 @@ type target struct {
 	db        *azcosmos.DatabaseClient
 	ready     map[string]*azcosmos.ContainerClient
 	populated bool
-	seq       atomic.Int64
+	numbers   map[string]*numbering // by container, created on first use
 	// peers are the other gateways over the same store when the workloads
 	// are spread over several (each has its own SDK client and transport):
 	// the set-up (database, containers, populating) goes through this one,
 	// the first, and worker i of a workload uses all()[i % len(all())].
 	peers []*target
+}
+
+// numbering counts the documents the create and ttl workloads created in
+// one container of a target, across its gateways, and those the delete
+// workload has claimed since, in the same order.
+type numbering struct{ created, deleted atomic.Int64 }
+
+// numbering returns the numbering of t's container name.
+func (t *target) numbering(name string) *numbering {
+	if t.numbers == nil {
+		t.numbers = map[string]*numbering{}
+	}
+	n := t.numbers[name]
+	if n == nil {
+		n = &numbering{}
+		t.numbers[name] = n
+	}
+	return n
 }
 
 // all returns t's gateways, t first.
@@ -603,9 +621,9 @@ func (r *runner) prepare(ctx context.Context, t *target, wl workload) ([]opFunc,
 	}
 	ops := make([]opFunc, len(ccs))
 	var first *env
+	num := t.numbering(wl.container)
 	for i, cc := range ccs {
-		// One numbering of created documents across the gateways.
-		e := &env{cc: cc, opts: &r.opts, keys: r.keys, seq: &t.seq}
+		e := &env{cc: cc, opts: &r.opts, keys: r.keys, seq: &num.created, deleted: &num.deleted}
 		if i == 0 {
 			first = e
 		}
@@ -625,9 +643,10 @@ func (r *runner) prepare(ctx context.Context, t *target, wl workload) ([]opFunc,
 	return ops, nil
 }
 
-// warmup runs wl's ops on t for Options.Warmup, uncounted.
+// warmup runs wl's ops on t for Options.Warmup, uncounted, unless wl
+// consumes what an earlier workload made.
 func (r *runner) warmup(ctx context.Context, t *target, wl workload, ops []opFunc) {
-	if r.opts.Warmup > 0 && ctx.Err() == nil {
+	if r.opts.Warmup > 0 && !wl.consumes && ctx.Err() == nil {
 		r.runPhase(ctx, ops, r.phase(wl.name+" warmup on "+t.label, t, r.opts.Warmup, 0))
 	}
 }
@@ -704,6 +723,7 @@ func (a *sliceSum) add(s sliceResult) {
 	}
 	a.pr.peakRSS = max(a.pr.peakRSS, p.peakRSS)
 	a.pr.interrupted = a.pr.interrupted || p.interrupted
+	a.pr.drained = a.pr.drained || p.drained
 	for i, by := range p.byOp {
 		if i < len(a.pr.byOp) {
 			a.pr.byOp[i].workers = by.workers
@@ -730,7 +750,7 @@ func (a *sliceSum) measurement(t *target) *Measurement {
 	pr := &a.pr
 	m := &Measurement{
 		Target: t.label, Started: pr.started, Finished: a.finished, Seconds: pr.elapsed.Seconds(),
-		Ops: pr.ops, RU: pr.ru, Errors: pr.errCount, Interrupted: pr.interrupted,
+		Ops: pr.ops, RU: pr.ru, Errors: pr.errCount, Interrupted: pr.interrupted, Drained: pr.drained,
 		Latency: Latency{
 			P50: micros(pr.hist.Percentile(0.50)), P99: micros(pr.hist.Percentile(0.99)), P999: micros(pr.hist.Percentile(0.999)),
 			Mean: micros(pr.hist.Mean()), Max: micros(pr.hist.Max()),

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -70,6 +72,31 @@ func TestRunAgainstCeiling(t *testing.T) {
 	}
 }
 
+// TestPhaseStopsWhenDrained: a phase whose operations run out of work
+// (errNoneLeft) ends once every worker has met the end, though its duration
+// is an hour, and counts what was done, with no error for the end.
+func TestPhaseStopsWhenDrained(t *testing.T) {
+	r := &runner{opts: Options{Concurrency: 3, Progress: io.Discard}}
+	var left atomic.Int64
+	left.Store(50)
+	op := func(ctx context.Context, w *worker) (float64, error) {
+		if left.Add(-1) < 0 {
+			return 0, errNoneLeft
+		}
+		return 1, nil
+	}
+	res := r.runPhase(context.Background(), []opFunc{op}, phase{label: "drain", duration: time.Hour})
+	if !res.drained || res.ops != 50 || res.errCount != 0 || res.ru != 50 {
+		t.Errorf("drained %v, %d ops, %d errors, %v RU: want drained after 50 ops and no error", res.drained, res.ops, res.errCount, res.ru)
+	}
+	// The delete workload ends when it has claimed every document created.
+	var created, deleted atomic.Int64
+	del := deleteOp(&env{opts: &Options{Partitions: 100}, seq: &created, deleted: &deleted})
+	if _, err := del(context.Background(), &worker{}); !errors.Is(err, errNoneLeft) {
+		t.Errorf("delete with nothing created: %v, want errNoneLeft", err)
+	}
+}
+
 // TestRunInterrupted cancels a run midway, once the read workload has been
 // served a few reads: Run returns with what it measured, marked
 // interrupted. The workload's duration is an hour, so a Run that ignored the
@@ -101,13 +128,13 @@ func TestRunInterrupted(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	o := Options{Workloads: []string{"read", "nope"}, Keys: "pareto", TTL: 1500 * time.Millisecond, ServeArgs: []string{"--in-memory"}}
+	o := Options{Workloads: []string{"read", "nope", "delete"}, Keys: "pareto", TTL: 1500 * time.Millisecond, ServeArgs: []string{"--in-memory"}}
 	o.EnsureDefaults()
 	err := o.Validate()
 	if err == nil {
 		t.Fatal("bad options were accepted")
 	}
-	for _, want := range []string{`"nope"`, `"pareto"`, "ttl", "serve-args"} {
+	for _, want := range []string{`"nope"`, `"pareto"`, "ttl", "serve-args", "list create before it"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}

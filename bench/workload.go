@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
@@ -15,7 +16,10 @@ type workload struct {
 	ttl       bool   // its documents carry their own ttl: its container has defaultTtl -1
 	write     bool   // every operation is a write: compared to the fsync bound
 	sustained bool   // runs with a timeline, purge off against on (sustained.go)
-	newOp     func(e *env) opFunc
+	// consumes says it uses up what an earlier workload made (delete): it
+	// has no warmup, which would use up part of it unmeasured.
+	consumes bool
+	newOp    func(e *env) opFunc
 }
 
 // env is what a workload's operations need on one target.
@@ -23,7 +27,10 @@ type env struct {
 	cc   *azcosmos.ContainerClient
 	opts *Options
 	keys Keys
-	seq  *atomic.Int64 // numbers documents created by the create and ttl workloads
+	// seq numbers the documents the create and ttl workloads create in
+	// this container (one numbering per container and target), and deleted
+	// counts those the delete workload has claimed, in the same order.
+	seq, deleted *atomic.Int64
 }
 
 // The workloads that address existing documents share the "data" container:
@@ -38,6 +45,9 @@ var workloads = map[string]workload{
 	"query-cross":   {name: "query-cross", container: "data", populated: true, newOp: queryCrossOp},
 	"query-list":    {name: "query-list", container: "data", populated: true, newOp: queryListOp},
 	"mixed":         {name: "mixed", container: "data", populated: true, newOp: mixedOp},
+	"patch":         {name: "patch", container: "data", populated: true, write: true, newOp: patchOp},
+	"delete":        {name: "delete", container: "create", write: true, consumes: true, newOp: deleteOp},
+	"query-order":   {name: "query-order", container: "data", populated: true, newOp: queryOrderOp},
 	"ttl":           {name: "ttl", container: "ttl", ttl: true, write: true, newOp: createOp(1)},
 	"ttl-sustained": {name: "ttl-sustained", container: "ttl-sustained", ttl: true, write: true, sustained: true, newOp: createOp(1)},
 }
@@ -99,6 +109,36 @@ func replaceOp(e *env) opFunc {
 	}
 }
 
+// patchOp increments one document's v with a partial update (PATCH), as
+// applications keep counters; the document keeps its id, partition key and k.
+func patchOp(e *env) opFunc {
+	return func(ctx context.Context, w *worker) (float64, error) {
+		n := e.keys.Next(w.rng)
+		var ops azcosmos.PatchOperations
+		ops.AppendIncrement("/v", 1)
+		r, err := e.cc.PatchItem(ctx, azcosmos.NewPartitionKeyString(docPK(n, e.opts.Partitions)), docID(n), ops, nil)
+		return float64(r.RequestCharge), err
+	}
+}
+
+// errNoneLeft is what an operation returns when it has nothing left to work
+// on: its worker stops, and the operation counts neither as a success nor as
+// an error.
+var errNoneLeft = errors.New("no documents left")
+
+// deleteOp deletes the documents the create workload made earlier in the run
+// on the same target, oldest first, until none is left (errNoneLeft).
+func deleteOp(e *env) opFunc {
+	return func(ctx context.Context, w *worker) (float64, error) {
+		n := int(e.deleted.Add(1))
+		if n > int(e.seq.Load()) {
+			return 0, errNoneLeft
+		}
+		r, err := e.cc.DeleteItem(ctx, azcosmos.NewPartitionKeyString(docPK(n, e.opts.Partitions)), docID(n), nil)
+		return float64(r.RequestCharge), err
+	}
+}
+
 func upsertOp(e *env) opFunc {
 	return func(ctx context.Context, w *worker) (float64, error) {
 		return upsert(ctx, e, w)
@@ -130,6 +170,16 @@ func queryListOp(e *env) opFunc {
 	return func(ctx context.Context, w *worker) (float64, error) {
 		pk := docPK(e.keys.Next(w.rng), e.opts.Partitions)
 		return queryPage(ctx, e, w, "SELECT * FROM c", azcosmos.NewPartitionKeyString(pk), azcosmos.QueryParameter{})
+	}
+}
+
+// queryOrderOp reads the newest ten documents of one partition: ORDER BY
+// _ts DESC with the partition key in the request, the first page of 10, as
+// applications show a user's latest items.
+func queryOrderOp(e *env) opFunc {
+	return func(ctx context.Context, w *worker) (float64, error) {
+		pk := docPK(e.keys.Next(w.rng), e.opts.Partitions)
+		return queryPage(ctx, e, w, "SELECT * FROM c ORDER BY c._ts DESC", azcosmos.NewPartitionKeyString(pk), azcosmos.QueryParameter{})
 	}
 }
 

@@ -84,7 +84,7 @@ Flags:
 	fs.StringVar(&serveArgs, "serve-args", "", `extra arguments for the spawned server, split on spaces, e.g. "--in-memory" or "--data-dir DIR" (default: a temporary data dir)`)
 	fs.IntVar(&o.ServerPID, "server-pid", 0, "process id of the local server at --endpoint, to sample its memory and CPU from /proc")
 	fs.StringVar(&workloads, "workload", "create,read", "comma-separated workloads, run one after the other: "+strings.Join(bench.Workloads, ", "))
-	fs.IntVar(&o.Docs, "docs", bench.DefaultDocs, "documents populated before the read, replace, upsert, query and mixed workloads (not timed)")
+	fs.IntVar(&o.Docs, "docs", bench.DefaultDocs, "documents populated before the read, replace, upsert, patch, query and mixed workloads (not timed)")
 	fs.IntVar(&o.DocSize, "doc-size", bench.DefaultDocSize, "document size in bytes")
 	fs.IntVar(&o.Concurrency, "concurrency", bench.DefaultConcurrency, "concurrent clients")
 	fs.DurationVar(&o.Duration, "duration", bench.DefaultDuration, "how long each workload is measured")
