@@ -422,12 +422,29 @@ func testQueryIndexPolicyReplace(t *testing.T, db *azcosmos.DatabaseClient, name
 // (1, 1.0 and 1e0; -0 and 0; equal long strings), strings longer than the
 // indexed prefix inserted out of order, missing values, and a nested path
 // whose parent is sometimes an array or a number. Every query must give the
-// rows a scan gives, cross-partition, in one partition, and paged by 1, 2, 5.
+// rows a scan gives, cross-partition, in one partition, and paged by 1, 2, 5,
+// also on a container whose composite indexes (/pk with /v, /pk with /o/p)
+// serve the ORDER BY of a partition.
 func testQueryOrderedIndex(t *testing.T, db *azcosmos.DatabaseClient, nameOnly *azcosmos.IndexingPolicy) {
 	indexed := mustContainer(t, db, pkContainer("ordered", nil))
 	scanned := mustContainer(t, db, azcosmos.ContainerProperties{
 		ID: "ordered-scan", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}, IndexingPolicy: nameOnly,
 	})
+	// Composite indexes serve the ORDER BY of the queries in one partition.
+	composite := mustContainer(t, db, azcosmos.ContainerProperties{
+		ID: "ordered-composite", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}},
+		IndexingPolicy: &azcosmos.IndexingPolicy{
+			Automatic: true, IndexingMode: azcosmos.IndexingModeConsistent,
+			IncludedPaths: []azcosmos.IncludedPath{{Path: "/*"}},
+			CompositeIndexes: [][]azcosmos.CompositeIndex{
+				{{Path: "/pk", Order: azcosmos.CompositeIndexAscending}, {Path: "/v", Order: azcosmos.CompositeIndexDescending}},
+				{{Path: "/pk", Order: azcosmos.CompositeIndexAscending}, {Path: "/o/p", Order: azcosmos.CompositeIndexAscending}},
+			},
+		},
+	})
+	if props, err := composite.Read(ctx, nil); err != nil || len(props.ContainerProperties.IndexingPolicy.CompositeIndexes) != 2 {
+		t.Fatalf("the composite container reads back %+v, %v", props.ContainerProperties, err)
+	}
 	longA2 := longA + "x"
 	vs := []string{`"b"`, `-0`, `1.0`, strconv.Quote(longB), `0`, `1`, `null`, ``, `true`, `"a"`, strconv.Quote(longA), `false`,
 		`1e0`, `-5`, strconv.Quote(longB), `""`, `"é"`, ``, `2`, strconv.Quote(longA2), `"b"`, `5`, `null`, ``, strconv.Quote(longA), `-0.0`}
@@ -447,7 +464,7 @@ func testQueryOrderedIndex(t *testing.T, db *azcosmos.DatabaseClient, nameOnly *
 			t.Fatalf("%s: %v", raw, err)
 		}
 		docs = append(docs, d)
-		for _, cc := range []*azcosmos.ContainerClient{indexed, scanned} {
+		for _, cc := range []*azcosmos.ContainerClient{indexed, scanned, composite} {
 			if _, err := cc.CreateItem(ctx, azcosmos.NewPartitionKeyString(str(d, "pk")), []byte(raw), nil); err != nil {
 				t.Fatalf("create %s: %v", raw, err)
 			}
@@ -489,7 +506,7 @@ func testQueryOrderedIndex(t *testing.T, db *azcosmos.DatabaseClient, nameOnly *
 		}},
 	}
 	for _, qc := range cases {
-		for _, target := range []*azcosmos.ContainerClient{indexed, scanned} {
+		for _, target := range []*azcosmos.ContainerClient{indexed, scanned, composite} {
 			for _, size := range []int32{0, 1, 2, 5} {
 				run, err := runQuery(t, target, qc.query, azcosmos.NewPartitionKey(), &azcosmos.QueryOptions{QueryParameters: qc.params, PageSizeHint: size})
 				if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lethe-db/lethe"
@@ -40,6 +41,11 @@ type collRecord struct {
 	// IncludedPaths and ExcludedPaths are the indexing policy's paths.
 	IncludedPaths []string `json:"includedPaths,omitempty"`
 	ExcludedPaths []string `json:"excludedPaths,omitempty"`
+	// Composites are the paths of each of the indexing policy's composite
+	// indexes (see composite.go). Records written before Lethe kept
+	// composite indexes have none, whatever their policy says, until the
+	// policy is next replaced.
+	Composites [][]string `json:"composites,omitempty"`
 	// IndexBuild is set while documents written under an earlier indexing
 	// policy are being re-indexed: it holds the next sequence number to
 	// process. Queries do not use the index meanwhile, so they stay exact.
@@ -68,7 +74,8 @@ func (c *collRecord) indexUsable() bool { return c.IndexBuild == nil && c.Indexi
 
 // sameIndexing reports whether two records index documents identically.
 func sameIndexing(a, b *collRecord) bool {
-	return a.IndexingMode == b.IndexingMode && samePaths(a.IncludedPaths, b.IncludedPaths) && samePaths(a.ExcludedPaths, b.ExcludedPaths)
+	return a.IndexingMode == b.IndexingMode && samePaths(a.IncludedPaths, b.IncludedPaths) && samePaths(a.ExcludedPaths, b.ExcludedPaths) &&
+		slices.EqualFunc(a.Composites, b.Composites, slices.Equal)
 }
 
 func (c *collRecord) rid() [8]byte {
@@ -306,6 +313,9 @@ func containerSettings(o *jsonv.Object, old *collRecord) (*collRecord, error) {
 		return nil, err
 	}
 	rec.IncludedPaths, rec.ExcludedPaths = inc, exc
+	if rec.Composites, err = compileComposites(ip); err != nil {
+		return nil, err
+	}
 
 	// Time to live.
 	var rawTTL json.RawMessage

@@ -34,6 +34,11 @@ type orderedPlan struct {
 	ranges []keyRange // ascending
 	tail   bool       // then documents where the path is undefined
 	spec   *filterSpec
+	// prefix is what the index's keys hold before the ordered value: the
+	// path's index prefix, or a composite index's prefix and the values
+	// its equalities fix (composite).
+	prefix    []byte
+	composite bool
 }
 
 // planOrdered decides whether ORDER BY can read the index in order.
@@ -53,7 +58,7 @@ func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec) (*
 	if hasContainers {
 		return nil, false
 	}
-	p := &orderedPlan{path: first.Path, desc: first.Desc}
+	p := &orderedPlan{path: first.Path, desc: first.Desc, prefix: prefix}
 	for i, f := range filters {
 		if !slices.Equal(f.path, first.Path) {
 			continue
@@ -100,7 +105,7 @@ type orderedSource struct {
 // orderedSource returns the source of plan's documents in scope, whose first
 // lookup takes lookAhead documents (see newLookAhead).
 func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, part *indexPlan, filter *docFilter, lookAhead int) *orderedSource {
-	return &orderedSource{docReader: newDocReader(s, r, lookAhead), plan: plan, part: part, filter: filter, prefix: indexPrefix(s.rid, plan.path), ranges: plan.ranges}
+	return &orderedSource{docReader: newDocReader(s, r, lookAhead), plan: plan, part: part, filter: filter, prefix: plan.prefix, ranges: plan.ranges}
 }
 
 // errOverBudget is a source's failure once it has read its budget of

@@ -74,7 +74,13 @@ func (s *scope) planIndex(filters []filterSpec) (*indexPlan, bool) {
 // the filter can match. Strings are compared by their indexed (possibly cut)
 // prefix, so bounds on strings are widened to stay a superset.
 func indexRanges(coll [8]byte, f filterSpec) ([]keyRange, bool) {
-	prefix := indexPrefix(coll, f.path)
+	return rangesUnder(indexPrefix(coll, f.path), f)
+}
+
+// rangesUnder is indexRanges for the entries under prefix, whose keys hold
+// the filtered value right after it: a path's index, or a composite index
+// whose leading values are fixed.
+func rangesUnder(prefix []byte, f filterSpec) ([]keyRange, bool) {
 	exact := func(v jsonv.Value) (keyRange, bool) {
 		switch v.(type) {
 		case nil, bool, string, jsonv.Number:

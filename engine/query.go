@@ -187,7 +187,7 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 		return QueryPage{}, err
 	}
 	part := s.partitionPlan(opts.PK)
-	src, plan := s.querySource(r, q, opts.Params, part, filter, lookAhead)
+	src, plan := s.querySource(r, q, opts.Params, part, s.pkEquality(opts.PK), filter, lookAhead)
 	execute := func(src querySource, plan sourcePlan) (*query.Page, error) {
 		if tok.Cursor != nil {
 			if seq, ok := q.ResumeSeq(tok.Cursor); ok {
@@ -245,8 +245,8 @@ const firstPlanBudget = 256
 // the source is not such a plan.
 func budgeted(src querySource, part *indexPlan) *orderedSource {
 	x, ok := src.(*orderedSource)
-	if !ok || part == nil || slices.Equal(part.spec.path, x.plan.path) {
-		return nil
+	if !ok || part == nil || x.plan.composite || slices.Equal(part.spec.path, x.plan.path) {
+		return nil // a composite index fixes the partition: its read is a page
 	}
 	x.budget = firstPlanBudget
 	return x
@@ -318,13 +318,21 @@ func (s *scope) pkScope(pk lethe.PartitionKey, allowPrefix bool) ([]byte, error)
 	return appendTuple(nil, pk), nil
 }
 
-// querySource picks how a query reads the container: an index plan when the
+// querySource picks how a query reads the container: a composite index that
+// yields its ORDER BY's order (see planComposite), an index plan when the
 // index is usable and a WHERE conjunct can use it, else a scan in insertion
-// order. Partition scoping (a full key or a hierarchical prefix) applies either way.
-func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, part *indexPlan, filter *docFilter, lookAhead int) (querySource, sourcePlan) {
+// order. Partition scoping (a full key or a hierarchical prefix) applies
+// either way; pk is the equality the request's partition key implies, or
+// nil.
+func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, part *indexPlan, pk *filterSpec, filter *docFilter, lookAhead int) (querySource, sourcePlan) {
 	if s.c.indexUsable() {
 		h := q.Hints(params)
 		filters := filtersFromHints(h)
+		// A composite index reads about a page, where an equality reads
+		// every document it selects to sort them.
+		if cp, ok := s.planComposite(r, h, filters, pk); ok {
+			return s.orderedSource(r, cp, part, filter, lookAhead), sourcePlan{path: cp.path, sorted: true}
+		}
 		plan, usable := s.planIndex(filters)
 		// An equality or IN lookup is usually narrower than reading in order.
 		if usable && plan.spec.kind <= filterIn {
@@ -417,7 +425,22 @@ func (s *scope) equalityRace(r kv.Reader, plan *indexPlan, filters []filterSpec,
 // or its first component undefined (documents without the path have no
 // entry), or when the index leaves the path out.
 func (s *scope) partitionPlan(pk lethe.PartitionKey) *indexPlan {
-	if len(pk) == 0 || !s.c.indexUsable() {
+	if !s.c.indexUsable() {
+		return nil
+	}
+	eq := s.pkEquality(pk)
+	if eq == nil {
+		return nil
+	}
+	plan, _ := s.planIndex([]filterSpec{*eq})
+	return plan // nil when not usable
+}
+
+// pkEquality returns the equality on the first partition key path that a
+// request's partition key pk implies for every document it selects, or nil
+// when it implies none (no key, or the key of documents without the path).
+func (s *scope) pkEquality(pk lethe.PartitionKey) *filterSpec {
+	if len(pk) == 0 {
 		return nil
 	}
 	var v jsonv.Value
@@ -433,8 +456,7 @@ func (s *scope) partitionPlan(pk lethe.PartitionKey) *indexPlan {
 	if err != nil {
 		return nil
 	}
-	plan, _ := s.planIndex([]filterSpec{{path: path, kind: filterEq, values: []jsonv.Value{v}}})
-	return plan // nil when not usable
+	return &filterSpec{path: path, kind: filterEq, values: []jsonv.Value{v}}
 }
 
 // sourcePlan says how a query reads its container: the indexed path it uses

@@ -329,7 +329,7 @@ func TestExactLookupsSkipWhere(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			src, plan := s.querySource(r, q, params, nil, nil, 0)
+			src, plan := s.querySource(r, q, params, nil, nil, nil, 0)
 			defer src.close()
 			var got bool
 			switch x := src.(type) {

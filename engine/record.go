@@ -175,11 +175,14 @@ type layout struct {
 	pkPaths []string
 	index   *indexPolicy
 	unique  [][][]string // unique key -> its paths -> path segments
-	part    partitioning // partition key ranges
+	// composites are the composite indexes (see composite.go): index ->
+	// its paths -> path segments.
+	composites [][][]string
+	part       partitioning // partition key ranges
 }
 
 func (c *collRecord) layout() *layout {
-	l := &layout{rid: c.rid(), pkPaths: c.PKPaths, index: policyFromPaths(c.IndexingMode, c.IncludedPaths, c.ExcludedPaths), part: newPartitioning(c)}
+	l := &layout{rid: c.rid(), pkPaths: c.PKPaths, index: policyFromPaths(c.IndexingMode, c.IncludedPaths, c.ExcludedPaths), composites: compositeLayout(c.Composites), part: newPartitioning(c)}
 	for _, uk := range c.UniqueKeys {
 		var paths [][]string
 		for _, p := range uk {
@@ -229,9 +232,10 @@ func manifestFor(l *layout, rec *docRecord, o *jsonv.Object) ([][]byte, error) {
 }
 
 // indexEntries returns the secondary index entries of a document:
-// I <collRid> <path> <value> <seq> for each scalar value at an indexed path.
-// Array elements are addressed by the "[]" segment, as in Cosmos DB. The
-// slice has room for the two keys manifestFor adds most often.
+// I <collRid> <path> <value> <seq> for each scalar value at an indexed path,
+// and its entry in each composite index (see composite.go). Array elements
+// are addressed by the "[]" segment, as in Cosmos DB. The slice has room for
+// the two keys manifestFor adds most often.
 func indexEntries(l *layout, seq uint64, o *jsonv.Object) [][]byte {
 	if l.index == nil || l.index.none {
 		return nil
@@ -239,6 +243,12 @@ func indexEntries(l *layout, seq uint64, o *jsonv.Object) [][]byte {
 	w := indexWalkers.Get().(*indexWalker)
 	w.l, w.seq = l, seq
 	w.walk(o)
+	for ord, paths := range l.composites {
+		n := len(w.buf)
+		if w.buf = appendCompositeEntry(w.buf, l.rid, ord, paths, o, seq); len(w.buf) > n {
+			w.ends = append(w.ends, len(w.buf))
+		}
+	}
 	buf := bytes.Clone(w.buf)                // the entries' one allocation, of the exact size
 	keys := make([][]byte, 0, len(w.ends)+2) // room for a feed key and a unique key
 	start := 0

@@ -1,0 +1,221 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+	"strings"
+
+	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/jsonv"
+	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/query"
+)
+
+// Composite indexes. An indexing policy's compositeIndexes are ordered lists
+// of paths, as in Cosmos DB. A document has one entry in each composite index
+// whose paths all hold scalars:
+//
+//	I <collRid> 0x00 <ordinal> <value>... <seq>  ->  the primary suffix
+//
+// where a path index entry has its path's length, never 0, so the two never
+// mix. A document with an object or an array at one of the paths has a
+// marker instead, I <collRid> 0x00 <ordinal> 0x09 <seq>, which tells a query
+// that the index does not order every document; a document missing one of
+// the paths has nothing.
+//
+// Values are stored in ascending order whatever order the policy gives a
+// path, and the index serves a query whose WHERE equalities, or the request's
+// partition key, fix every path but the last, and whose first ORDER BY key is
+// the last path, in either direction. The newest documents of one partition,
+// ORDER BY c._ts DESC with a composite index of /pk and /_ts, then read about
+// a page of entries, however many other partitions share the container,
+// where the path index of /_ts holds every partition's entries in one order.
+
+// maxComposites bounds a policy's composite indexes: an entry's ordinal is
+// one byte.
+const maxComposites = 256
+
+// compileComposites validates an indexing policy's compositeIndexes and
+// returns each index's paths, as written. Each must list two paths or more,
+// each a document path without wildcards or arrays ("/a/b", "/\"x y\""),
+// with an order of "ascending" (the default) or "descending".
+func compileComposites(ip *jsonv.Object) ([][]string, error) {
+	v, _ := ip.Get("compositeIndexes")
+	if v == nil {
+		return nil, nil
+	}
+	bad := func(format string, args ...any) error {
+		return lethe.Errorf(lethe.CodeBadRequest, "The indexing policy's 'compositeIndexes' are invalid: "+format, args...)
+	}
+	list, ok := v.([]jsonv.Value)
+	if !ok {
+		return nil, bad("they must be an array of composite indexes, each an array of {\"path\", \"order\"}.")
+	}
+	if len(list) > maxComposites {
+		return nil, bad("a container may have at most %d composite indexes.", maxComposites)
+	}
+	var out [][]string
+	for i, ci := range list {
+		paths, ok := ci.([]jsonv.Value)
+		if !ok {
+			return nil, bad("composite index %d must be an array of {\"path\", \"order\"}.", i)
+		}
+		if len(paths) < 2 {
+			return nil, bad("composite index %d must have at least two paths.", i)
+		}
+		var index []string
+		for _, p := range paths {
+			o, ok := p.(*jsonv.Object)
+			if !ok {
+				return nil, bad("each path of composite index %d must be an object with a 'path'.", i)
+			}
+			pv, _ := o.Get("path")
+			ps, ok := pv.(string)
+			if !ok {
+				return nil, bad("each path of composite index %d must have a string 'path'.", i)
+			}
+			segs, err := splitIndexPath(ps)
+			if err != nil || len(segs) == 0 || slices.Contains(segs, arrayElem) {
+				return nil, bad("the path '%s' of composite index %d must be a document path such as /a/b, without wildcards or arrays.", truncate(ps, 100), i)
+			}
+			if slices.Contains(index, ps) {
+				return nil, bad("composite index %d lists the path '%s' twice.", i, truncate(ps, 100))
+			}
+			if ov, ok := o.Get("order"); ok && ov != nil {
+				order, _ := ov.(string)
+				if !strings.EqualFold(order, "ascending") && !strings.EqualFold(order, "descending") {
+					return nil, bad("the order of path '%s' of composite index %d must be 'ascending' or 'descending'.", truncate(ps, 100), i)
+				}
+			}
+			index = append(index, ps)
+		}
+		out = append(out, index)
+	}
+	return out, nil
+}
+
+// compositeLayout returns the stored composite indexes' paths as segments.
+func compositeLayout(stored [][]string) [][][]string {
+	var out [][][]string
+	for _, index := range stored {
+		var paths [][]string
+		for _, p := range index {
+			segs, _ := splitIndexPath(p) // validated when the policy was set
+			paths = append(paths, segs)
+		}
+		out = append(out, paths)
+	}
+	return out
+}
+
+// appendCompositePrefix appends I <collRid> 0x00 <ordinal>: the start of
+// every entry of composite index ord.
+func appendCompositePrefix(b []byte, coll [8]byte, ord int) []byte {
+	return append(appendCollKey(b, pfxIndex, coll), 0, byte(ord))
+}
+
+// appendCompositeEntry appends document o's entry in composite index ord,
+// whose paths are paths, or its marker; it returns b unchanged when o lacks
+// one of the paths.
+func appendCompositeEntry(b []byte, coll [8]byte, ord int, paths [][]string, o *jsonv.Object, seq uint64) []byte {
+	values := make([]jsonv.Value, 0, 4)
+	missing := false
+	for _, p := range paths {
+		v, ok := lookupPath(o, p)
+		switch v.(type) {
+		case *jsonv.Object, []jsonv.Value:
+			b = append(appendCompositePrefix(b, coll, ord), tagContainer)
+			return binary.BigEndian.AppendUint64(b, seq)
+		}
+		missing = missing || !ok
+		values = append(values, v)
+	}
+	if missing {
+		return b
+	}
+	b = appendCompositePrefix(b, coll, ord)
+	for _, v := range values {
+		b = appendValue(b, indexedValue(v))
+	}
+	return binary.BigEndian.AppendUint64(b, seq)
+}
+
+// alwaysDefined reports whether every stored document has a value at path:
+// its id and its _ts.
+func alwaysDefined(path []string) bool {
+	return len(path) == 1 && (path[0] == "id" || path[0] == "_ts")
+}
+
+// planComposite picks a composite index that yields the query's documents
+// in the order of its first ORDER BY key: equalities among filters and pk
+// (the request's partition key, nil for none) fix every path of the index
+// but the last, which is the ORDER BY key. As with a path index, ascending
+// needs the key always defined or a WHERE conjunct on it (documents without
+// it sort first and have no entry), and descending finds them after the
+// index, in the tail. An index where any document holds an object or an
+// array at one of its paths is not used.
+func (s *scope) planComposite(r kv.Reader, h query.Hints, filters []filterSpec, pk *filterSpec) (*orderedPlan, bool) {
+	if len(h.OrderBy) == 0 || len(s.l.composites) == 0 {
+		return nil, false
+	}
+	first := h.OrderBy[0]
+	equal := func(path []string) (jsonv.Value, bool) {
+		for _, f := range append(slices.Clip(filters), derefSpec(pk)...) {
+			if f.kind == filterEq && len(f.values) == 1 && slices.Equal(f.path, path) {
+				switch v := f.values[0].(type) {
+				case nil, bool, string, jsonv.Number:
+					return v, true
+				}
+			}
+		}
+		return nil, false
+	}
+next:
+	for ord, paths := range s.l.composites {
+		if !slices.Equal(paths[len(paths)-1], first.Path) {
+			continue
+		}
+		prefix := appendCompositePrefix(nil, s.rid, ord)
+		for _, p := range paths[:len(paths)-1] {
+			v, ok := equal(p)
+			if !ok {
+				continue next
+			}
+			prefix = appendValue(prefix, indexedValue(v))
+		}
+		marker := append(appendCompositePrefix(nil, s.rid, ord), tagContainer)
+		it := r.Scan(marker, kv.PrefixEnd(marker), false)
+		hasContainers := it.Next()
+		it.Close()
+		if hasContainers {
+			continue
+		}
+		p := &orderedPlan{path: first.Path, desc: first.Desc, prefix: prefix, composite: true}
+		for i, f := range filters {
+			if !slices.Equal(f.path, first.Path) {
+				continue
+			}
+			if ranges, ok := rangesUnder(prefix, f); ok {
+				slices.SortFunc(ranges, func(a, b keyRange) int { return bytes.Compare(a.start, b.start) })
+				p.ranges, p.spec = ranges, &filters[i]
+				return p, true
+			}
+		}
+		if !first.Desc && !alwaysDefined(first.Path) {
+			continue
+		}
+		p.ranges = []keyRange{{prefix, kv.PrefixEnd(prefix)}}
+		p.tail = !alwaysDefined(first.Path)
+		return p, true
+	}
+	return nil, false
+}
+
+// derefSpec returns f as a one-element slice, or nothing for nil.
+func derefSpec(f *filterSpec) []filterSpec {
+	if f == nil {
+		return nil
+	}
+	return []filterSpec{*f}
+}
