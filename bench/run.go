@@ -367,8 +367,8 @@ func (t *target) connect(ctx context.Context, o Options, create bool) error {
 // containers returns a client of the named container for each of t's
 // gateways, t's first: the container is deleted and recreated through t
 // (see container), the others' clients just address it.
-func (t *target) containers(ctx context.Context, name string, defaultTTL *int32) ([]*azcosmos.ContainerClient, error) {
-	cc, err := t.container(ctx, name, defaultTTL)
+func (t *target) containers(ctx context.Context, name string, defaultTTL *int32, policy *azcosmos.IndexingPolicy) ([]*azcosmos.ContainerClient, error) {
+	cc, err := t.container(ctx, name, defaultTTL, policy)
 	if err != nil {
 		return nil, err
 	}
@@ -385,8 +385,9 @@ func (t *target) containers(ctx context.Context, name string, defaultTTL *int32)
 
 // container returns the named container, deleting and recreating it the
 // first time, so that every run starts from an empty container. defaultTTL
-// is its defaultTtl; nil leaves time to live off.
-func (t *target) container(ctx context.Context, name string, defaultTTL *int32) (*azcosmos.ContainerClient, error) {
+// is its defaultTtl; nil leaves time to live off. policy is its indexing
+// policy; nil is the default.
+func (t *target) container(ctx context.Context, name string, defaultTTL *int32, policy *azcosmos.IndexingPolicy) (*azcosmos.ContainerClient, error) {
 	if cc, ok := t.ready[name]; ok {
 		return cc, nil
 	}
@@ -397,7 +398,7 @@ func (t *target) container(ctx context.Context, name string, defaultTTL *int32) 
 	if _, err := cc.Delete(ctx, nil); err != nil && !isStatus(err, http.StatusNotFound) {
 		return nil, fmt.Errorf("delete container %s: %w", name, err)
 	}
-	props := azcosmos.ContainerProperties{ID: name, PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}, DefaultTimeToLive: defaultTTL}
+	props := azcosmos.ContainerProperties{ID: name, PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}, DefaultTimeToLive: defaultTTL, IndexingPolicy: policy}
 	if _, err := t.db.CreateContainer(ctx, props, nil); err != nil {
 		return nil, fmt.Errorf("create container %s: %w", name, err)
 	}
@@ -615,7 +616,7 @@ func (r *runner) measureInterleaved(ctx context.Context, wl workload, n int) (se
 // container (and populating it, through t's first gateway, if wl needs
 // documents that t does not have yet).
 func (r *runner) prepare(ctx context.Context, t *target, wl workload) ([]opFunc, error) {
-	ccs, err := t.containers(ctx, wl.container, wl.defaultTTL(&r.opts))
+	ccs, err := t.containers(ctx, wl.container, wl.defaultTTL(&r.opts), r.opts.indexingPolicy(wl.container))
 	if err != nil {
 		return nil, err
 	}

@@ -316,3 +316,47 @@ func rowStrings(rows [][]byte) []string {
 	}
 	return out
 }
+
+// TestOrderByTiesReadAPage: the newest ten documents of a partition whose
+// 400 documents were all written in the same second are the ten a scan
+// gives, and a page reads about ten documents, not all that share their
+// _ts: ties come in ascending seq (read forwards in a descending read), so
+// the executor stops at the page's last row. So it is with the composite
+// index and with the path index of _ts, both ways, and on later pages.
+func TestOrderByTiesReadAPage(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	names := []string{"composite", "plain", "scan"}
+	createContainers(t, te, names, map[string]string{
+		"composite": compositePolicy,
+		"scan":      `,"indexingPolicy":{"indexingMode":"none","automatic":false}`,
+	})
+	for i := range 800 {
+		p := []string{"p", "q"}[i%2]
+		for _, name := range names {
+			if _, err := te.CreateDocument(ctx, DocRef{DB: "db", Coll: name, PK: pk(p)}, []byte(fmt.Sprintf(`{"id":"d%d","pk":%q}`, i, p))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, text := range []string{"SELECT c.id FROM c ORDER BY c._ts DESC", "SELECT c.id FROM c ORDER BY c._ts"} {
+		want, _ := te.allPages("scan", QueryOptions{Text: text, PK: pk("p"), MaxItems: 10})
+		for _, name := range []string{"composite", "plain"} {
+			got, _ := te.allPages(name, QueryOptions{Text: text, PK: pk("p"), MaxItems: 10})
+			if !slices.EqualFunc(got, want, slices.Equal) {
+				t.Fatalf("%s %q: pages %.200v, a scan gives %.200v", name, text, got, want)
+			}
+			opts := QueryOptions{Text: text, PK: pk("p"), MaxItems: 10}
+			for page := range 3 {
+				res, err := te.QueryDocuments(ctx, "db", name, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Rows) != 10 || res.Examined > 14 {
+					t.Errorf("%s %q, page %d: %d rows, %d documents read; want 10 for at most 14 (a page, the one after it, the one before it and the look-ahead)", name, text, page+1, len(res.Rows), res.Examined)
+				}
+				opts.Continuation = res.Continuation
+			}
+		}
+	}
+}

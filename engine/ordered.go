@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"slices"
 	"sort"
@@ -69,11 +70,11 @@ func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec) (*
 			return p, true
 		}
 	}
-	if !first.Desc {
+	if !first.Desc && !alwaysDefined(first.Path) {
 		return nil, false
 	}
 	p.ranges = []keyRange{{prefix, kv.PrefixEnd(prefix)}}
-	p.tail = true
+	p.tail = !alwaysDefined(first.Path)
 	return p, true
 }
 
@@ -84,12 +85,25 @@ type orderedSource struct {
 	filter    *docFilter
 	prefix    []byte
 
-	ranges  []keyRange   // the plan's, narrowed by resume
-	ri      int          // next range
-	it      kv.Iterator  // current range
-	pending []candidate  // a regrouped run of cut strings, in order
-	tail    recordSource // the undefined documents, once the index is done
-	part    *indexPlan   // the partition's list, when scoped to one (see partitionPlan)
+	ranges []keyRange  // the plan's, narrowed by resume
+	ri     int         // next range
+	it     kv.Iterator // current range
+	cur    keyRange    // it's bounds
+	// ties, in a descending read, reads forwards the entries of one value
+	// that several share, so that they come in ascending seq; then the
+	// descending read goes on below tiesStart.
+	ties      kv.Iterator
+	tiesStart []byte
+	// enc and suffix hold a descending read's last entry while it looks
+	// at the next (readTiesForwards); the candidate it yields refers to
+	// suffix until the next call.
+	enc, suffix []byte
+	// resumeTies, in a descending read resumed within the entries of one
+	// value, is where their forward read starts (see resume).
+	resumeTies []byte
+	pending    []candidate  // a regrouped run of cut strings, in order
+	tail       recordSource // the undefined documents, once the index is done
+	part       *indexPlan   // the partition's list, when scoped to one (see partitionPlan)
 	// budget, when positive, is how many index entries the source may read
 	// before it counts the entries of part, the partition's list, up to
 	// what the budget would pay for their lookups: if they are all counted,
@@ -116,8 +130,11 @@ var errOverBudget = errors.New("engine: the plan read its budget of index entrie
 // inclusive, or (undefined) at the documents without it: the rows of every
 // document before them precede the continuation, which the executor skips
 // anyway, so a later page reads about a page, not every page before it.
-// Call it before the first Next.
-func (x *orderedSource) resume(v jsonv.Value, undefined bool) {
+// With tie, among the documents whose key is v it starts at the one whose
+// seq is seq (ties come in ascending seq, see next), so that a later page
+// within hundreds of documents sharing a key still reads a page. Call it
+// before the first Next.
+func (x *orderedSource) resume(v jsonv.Value, undefined bool, seq uint64, tie bool) {
 	if undefined { // last in either direction the plan serves: the tail only
 		x.ranges = nil
 		return
@@ -126,12 +143,17 @@ func (x *orderedSource) resume(v jsonv.Value, undefined bool) {
 	// A string the index cuts starts its run of equal cut values, which is
 	// regrouped whole.
 	at := appendValue(slices.Clone(x.prefix), indexedValue(v))
+	from := at // where the read starts among v's entries
+	if tie && !maybeCut(at[len(x.prefix):]) {
+		from = binary.BigEndian.AppendUint64(slices.Clone(at), seq)
+		x.resumeTies = from
+	}
 	var ranges []keyRange
 	for _, kr := range x.plan.ranges {
 		if x.plan.desc {
 			kr.end = minKey(kr.end, kv.PrefixEnd(at))
-		} else if bytes.Compare(at, kr.start) > 0 {
-			kr.start = at
+		} else if bytes.Compare(from, kr.start) > 0 {
+			kr.start = from
 		}
 		if bytes.Compare(kr.start, kr.end) < 0 {
 			ranges = append(ranges, kr)
@@ -156,6 +178,17 @@ func (x *orderedSource) nextEntry() (key, value []byte, ok bool) {
 		return p.key, p.value, true
 	}
 	for {
+		if x.ties != nil {
+			if x.ties.Next() {
+				return x.ties.Key(), x.ties.Value(), true
+			}
+			if err := x.ties.Close(); err != nil && x.err == nil {
+				x.err = err
+			}
+			x.ties = nil
+			x.cur.end = x.tiesStart
+			x.it = x.r.Scan(x.cur.start, x.cur.end, true)
+		}
 		if x.it != nil {
 			if x.it.Next() {
 				return x.it.Key(), x.it.Value(), true
@@ -173,9 +206,43 @@ func (x *orderedSource) nextEntry() (key, value []byte, ok bool) {
 			i = len(x.ranges) - 1 - x.ri
 		}
 		x.ri++
-		kr := x.ranges[i]
-		x.it = x.r.Scan(kr.start, kr.end, x.plan.desc)
+		x.cur = x.ranges[i]
+		x.it = x.r.Scan(x.cur.start, x.cur.end, x.plan.desc)
 	}
+}
+
+// readTiesForwards is called in a descending read that has just read the
+// entry key, whose encoded value is enc: when the next entry shares it, it
+// drops both and reads every entry of that value forwards, in ascending
+// seq, before the read goes on below them (see nextEntry), and reports
+// true. Otherwise the next entry waits in peeked.
+func (x *orderedSource) readTiesForwards(enc []byte) bool {
+	if x.ties != nil || x.it == nil || x.peeked != nil {
+		return false // a regrouped run's next entry, or already forwards
+	}
+	it := x.it
+	if !it.Next() {
+		return false // nextEntry finds the end again
+	}
+	key := it.Key()
+	if len(key) < len(x.prefix)+8 || !bytes.Equal(key[len(x.prefix):len(key)-8], enc) {
+		x.peeked = &peekedEntry{append([]byte(nil), key...), append([]byte(nil), it.Value()...)}
+		return false
+	}
+	x.scanned++
+	start := append(slices.Clone(x.prefix), enc...)
+	if err := it.Close(); err != nil && x.err == nil {
+		x.err = err
+	}
+	x.it = nil
+	x.tiesStart = start
+	from := start
+	if x.resumeTies != nil && bytes.HasPrefix(x.resumeTies, start) && len(x.resumeTies) == len(start)+8 {
+		from = x.resumeTies // the resumed value: from the cursor's document on
+	}
+	x.resumeTies = nil
+	x.ties = x.r.Scan(from, minKey(kv.PrefixEnd(start), x.cur.end), false)
+	return true
 }
 
 // maybeCut reports whether an encoded index value may be a string cut to the
@@ -205,7 +272,8 @@ func (x *orderedSource) Next() (*jsonv.Object, uint64, bool, error) {
 }
 
 // next implements candidates: the index's next entry in scope, in plan
-// order, a run of cut strings regrouped by full value.
+// order, a run of cut strings regrouped by full value, and entries of equal
+// values in ascending seq (read forwards in a descending read).
 func (x *orderedSource) next() (candidate, bool, error) {
 	for {
 		if x.budget > 0 && x.scanned >= x.budget {
@@ -234,6 +302,16 @@ func (x *orderedSource) next() (candidate, bool, error) {
 				c.suffix = append([]byte(nil), value...)
 				x.pending = x.regroup(enc, c)
 				continue
+			}
+			if x.plan.desc && x.ties == nil {
+				// Looking ahead moves the iterator: keep what this entry
+				// says first.
+				x.enc = append(x.enc[:0], enc...)
+				x.suffix = append(x.suffix[:0], value...)
+				c.suffix = x.suffix
+				if x.readTiesForwards(x.enc) {
+					continue
+				}
 			}
 		}
 		if x.filter.match(c.suffix) {
@@ -279,11 +357,14 @@ func (x *orderedSource) sortByFull(group []candidate) []candidate {
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		if x.plan.desc {
-			return full[idx[a]] > full[idx[b]]
+	// Equal values in ascending seq, as the executor counts on
+	// (query.ExecOptions.TiesInSeqOrder).
+	sort.Slice(idx, func(a, b int) bool {
+		fa, fb := full[idx[a]], full[idx[b]]
+		if fa != fb {
+			return fa < fb != x.plan.desc
 		}
-		return full[idx[a]] < full[idx[b]]
+		return group[idx[a]].seq < group[idx[b]].seq
 	})
 	out := make([]candidate, len(group))
 	for i, j := range idx {

@@ -194,14 +194,15 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 				src.seek(seq)
 			} else if o, ok := src.(*orderedSource); ok {
 				if v, undefined, ok := q.ResumeFirstKey(tok.Cursor); ok {
-					o.resume(v, undefined)
+					seq, tie := q.ResumeTieSeq(tok.Cursor)
+					o.resume(v, undefined, seq, tie)
 				}
 			}
 		}
 		return q.Execute(src, query.ExecOptions{
 			Params: opts.Params, Now: precise, PageSize: pageSize(opts.MaxItems),
 			After: tok.Cursor, Emitted: tok.Emitted, WorkLimit: queryWorkLimit,
-			SortedByFirstKey: plan.sorted, Unordered: plan.sorted, WhereHolds: plan.whereHolds,
+			SortedByFirstKey: plan.sorted, TiesInSeqOrder: plan.sorted, Unordered: plan.sorted, WhereHolds: plan.whereHolds,
 		})
 	}
 	var page *query.Page

@@ -8,6 +8,7 @@ package query
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -74,6 +75,14 @@ type ExecOptions struct {
 	// The engine sets it when an index supplies that order. Ignored by other
 	// plans.
 	SortedByFirstKey bool
+	// TiesInSeqOrder, with SortedByFirstKey, says the documents sharing a
+	// first ORDER BY key come in ascending seq. With one ORDER BY key and
+	// one row per document (no JOIN, no FROM ... IN), rows then come in the
+	// page's own order, and a page stops at its last row instead of reading
+	// every document that shares that row's key: a partition's newest
+	// documents, written in the same second as hundreds of others, cost a
+	// page.
+	TiesInSeqOrder bool
 	// WhereHolds says every document the source yields satisfies the
 	// top-level WHERE clause (the engine's index answers it exactly), which
 	// Execute then does not evaluate; ignored for queries with JOIN or
@@ -184,7 +193,7 @@ func (q *Query) Execute(src Source, opts ExecOptions) (*Page, error) {
 			}
 		}
 	}
-	rows, more, err := ex.run(in, runOpts{after: after, skip: skip, want: want, ordered: !opts.Unordered, sortedFirst: opts.SortedByFirstKey})
+	rows, more, err := ex.run(in, runOpts{after: after, skip: skip, want: want, ordered: !opts.Unordered, sortedFirst: opts.SortedByFirstKey, tiesBySeq: opts.TiesInSeqOrder})
 	if si != nil {
 		page.Examined = si.examined
 	}
@@ -251,6 +260,20 @@ func (q *Query) ResumeFirstKey(after Cursor) (key jsonv.Value, undefined, ok boo
 		return nil, false, false
 	}
 	return decodeScalarKey(after[1:], s.OrderBy[0].Desc)
+}
+
+// ResumeTieSeq returns the document seq of the row at after, for an ORDER
+// BY query with one key (no DISTINCT, GROUP BY or aggregate): a source whose
+// documents sharing a first key come in ascending seq
+// (ExecOptions.TiesInSeqOrder) may resume at that document among those with
+// its key (see ResumeFirstKey), since Execute skips the rows up to after.
+// ok is false for other queries and for a nil or foreign cursor.
+func (q *Query) ResumeTieSeq(after Cursor) (seq uint64, ok bool) {
+	s := q.stmt
+	if s.plan != planOrder || len(s.OrderBy) != 1 || len(after) < 18 || after[0] != cursorOrder {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(after[len(after)-16:]), true
 }
 
 // RowBound returns the rows the query returns at most, counting those its

@@ -67,6 +67,7 @@ type runOpts struct {
 	want        int
 	ordered     bool
 	sortedFirst bool // the input comes in first ORDER BY key order (ExecOptions.SortedByFirstKey)
+	tiesBySeq   bool // and ties in ascending seq (ExecOptions.TiesInSeqOrder)
 }
 
 // outRow is a result row with its position.

@@ -73,6 +73,9 @@ func (ex *executor) runSorted(in input, o runOpts) ([]outRow, bool, error) {
 		skipBefore = binary.BigEndian.Uint64(o.after)
 	}
 	sortedFirst := o.sortedFirst && ex.s.plan == planOrder
+	// Rows in position order: (first key, seq, ordinal) is a row's whole
+	// position when there is one key, and a document has one row.
+	inOrder := sortedFirst && o.tiesBySeq && len(ex.s.OrderBy) == 1 && ex.s.oneRowPerDocument()
 	err := ex.eachDoc(in, skipBefore, func() (bool, error) {
 		buf, k1, err := ex.orderKeyFirst(ex.buf[:0])
 		ex.buf = appendSeqOrd(buf, ex.seq, ex.rowOrd)
@@ -83,6 +86,10 @@ func (ex *executor) runSorted(in input, o runOpts) ([]outRow, bool, error) {
 		// first key is beyond the worst kept row's cannot enter, and neither can
 		// any later one: stop reading.
 		if sortedFirst && len(h.rows) == h.k && bytes.Compare(ex.buf[:k1], h.rows[0].pos[:h.rows[0].k1]) > 0 {
+			return false, nil
+		}
+		// In position order, no later row can enter a full page either.
+		if inOrder && len(h.rows) == h.k && bytes.Compare(ex.buf, h.rows[0].pos) > 0 {
 			return false, nil
 		}
 		if o.after != nil && bytes.Compare(ex.buf, o.after) <= 0 || !h.admits(ex.buf) {

@@ -106,3 +106,94 @@ func TestSortedByFirstKey(t *testing.T) {
 		}
 	}
 }
+
+// TestTiesInSeqOrder: over a source sorted by the first key with ties in
+// ascending seq, a first page of one key and one row per document stops at
+// its last row, where hundreds of documents share that row's key; and every
+// query (several keys, JOIN, paging) gives exactly the rows of the unsorted
+// run.
+func TestTiesInSeqOrder(t *testing.T) {
+	var docs []*jsonv.Object
+	for i := range 2000 {
+		o, _ := jsonv.ParseObject([]byte(fmt.Sprintf(`{"id":"d%d","a":%d,"b":"%c","t":[%d,%d]}`, i, i%5, 'a'+rune(i%3), i%7, i%4)))
+		docs = append(docs, o)
+	}
+	byA := func(desc bool) func() *countingSource {
+		idx := make([]int, len(docs))
+		for i := range idx {
+			idx[i] = i
+		}
+		// a in the query's direction, ties in seq (index) order.
+		sort.SliceStable(idx, func(i, j int) bool {
+			ai, _ := docs[idx[i]].Get("a")
+			aj, _ := docs[idx[j]].Get("a")
+			if desc {
+				return ai.(jsonv.Number).Float64() > aj.(jsonv.Number).Float64()
+			}
+			return ai.(jsonv.Number).Float64() < aj.(jsonv.Number).Float64()
+		})
+		return func() *countingSource {
+			s := &sliceSource{}
+			for _, i := range idx {
+				s.docs = append(s.docs, docs[i])
+				s.seqs = append(s.seqs, uint64(i+1))
+			}
+			return &countingSource{sliceSource: s}
+		}
+	}
+	plain := func() *countingSource { return &countingSource{sliceSource: newSliceSource(docs)} }
+	run := func(q *Query, mk func() *countingSource, size int, sorted, ties bool) []string {
+		var rows []string
+		var after Cursor
+		emitted := 0
+		for range 10_000 {
+			page, err := q.Execute(mk(), ExecOptions{PageSize: size, After: after, Emitted: emitted, SortedByFirstKey: sorted, Unordered: sorted, TiesInSeqOrder: ties})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page.Rows {
+				rows = append(rows, string(r))
+			}
+			if !page.More {
+				return rows
+			}
+			after, emitted = page.Last, page.Emitted
+		}
+		t.Fatal("no end")
+		return nil
+	}
+	firstPagePulls := func(q *Query, src *countingSource, ties bool) int {
+		if _, err := q.Execute(src, ExecOptions{PageSize: 10, SortedByFirstKey: true, Unordered: true, TiesInSeqOrder: ties}); err != nil {
+			t.Fatal(err)
+		}
+		return src.pulled
+	}
+	for _, c := range []struct {
+		q     string
+		desc  bool
+		early bool // one key, one row per document: a page pulls about a page
+	}{
+		{"SELECT c.id, c.a FROM c ORDER BY c.a DESC", true, true},
+		{"SELECT c.id, c.a FROM c ORDER BY c.a", false, true},
+		{"SELECT TOP 12 c.id FROM c WHERE c.b != 'c' ORDER BY c.a DESC", true, true},
+		{"SELECT c.id FROM c ORDER BY c.a DESC OFFSET 3 LIMIT 9", true, true},
+		{"SELECT c.id FROM c ORDER BY c.a, c.b DESC", false, false},
+		{"SELECT c.id, x FROM c JOIN x IN c.t ORDER BY c.a DESC", true, false},
+	} {
+		q, err := Parse(c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, size := range []int{1, 7} {
+			want := run(q, plain, size, false, false)
+			if got := run(q, byA(c.desc), size, true, true); !slices.Equal(got, want) {
+				t.Errorf("%s, pages of %d: ties in seq order give %d rows %.200v, want %d rows %.200v", c.q, size, len(got), got, len(want), want)
+			}
+		}
+		// 400 documents share each value of a.
+		with, without := firstPagePulls(q, byA(c.desc)(), true), firstPagePulls(q, byA(c.desc)(), false)
+		if c.early && (with > 30 || without < 400) || !c.early && with != without {
+			t.Errorf("%s: the first page of 10 pulled %d documents with ties in seq order, %d without", c.q, with, without)
+		}
+	}
+}

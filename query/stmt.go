@@ -67,6 +67,18 @@ type fromSource struct {
 	Explicit bool   // the alias was written, not inferred
 }
 
+// oneRowPerDocument reports whether the statement binds at most one row
+// per document: FROM names the container or a path in it, with no IN and
+// no JOIN.
+func (s *selectStmt) oneRowPerDocument() bool {
+	return s.From != nil && !s.From.In && len(s.Joins) == 0 && !isSubquery(s.From.X)
+}
+
+func isSubquery(x Expr) bool {
+	_, ok := x.(*SubqueryExpr)
+	return ok
+}
+
 // orderItem is one ORDER BY key.
 type orderItem struct {
 	X    Expr
