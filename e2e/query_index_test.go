@@ -162,7 +162,8 @@ func TestQueryIndexes(t *testing.T) {
 
 // utilizedIndexes decodes x-ms-cosmos-index-utilization (base64 JSON, as the
 // service sends it to clients that ask with x-ms-cosmos-populateindexmetrics)
-// and returns the IndexSpec of every utilized single index.
+// and returns the IndexSpec of every utilized single index, and the specs of
+// every utilized composite index joined by commas ("/pk ASC,/v DESC").
 func utilizedIndexes(t *testing.T, header string) []string {
 	t.Helper()
 	raw, err := base64.StdEncoding.DecodeString(header)
@@ -174,6 +175,9 @@ func utilizedIndexes(t *testing.T, header string) []string {
 			IndexSpec string `json:"IndexSpec"`
 		} `json:"UtilizedSingleIndexes"`
 		Potential *[]any `json:"PotentialSingleIndexes"`
+		Composite []struct {
+			IndexSpecs []string `json:"IndexSpecs"`
+		} `json:"UtilizedCompositeIndexes"`
 	}
 	if err := json.Unmarshal(raw, &m); err != nil || m.Potential == nil {
 		t.Fatalf("x-ms-cosmos-index-utilization %s: not the index utilization object (%v)", raw, err)
@@ -181,6 +185,9 @@ func utilizedIndexes(t *testing.T, header string) []string {
 	var specs []string
 	for _, u := range m.Utilized {
 		specs = append(specs, u.IndexSpec)
+	}
+	for _, c := range m.Composite {
+		specs = append(specs, strings.Join(c.IndexSpecs, ","))
 	}
 	return specs
 }
@@ -531,5 +538,13 @@ func testQueryOrderedIndex(t *testing.T, db *azcosmos.DatabaseClient, nameOnly *
 	resp, err := indexed.NewQueryItemsPager("SELECT VALUE c.id FROM c ORDER BY c.v DESC", azcosmos.NewPartitionKey(), &azcosmos.QueryOptions{PopulateIndexMetrics: true, PageSizeHint: 3}).NextPage(ctx)
 	if err == nil && resp.IndexMetrics != nil {
 		t.Logf("ORDER BY c.v DESC: utilized indexes %v", utilizedIndexes(t, *resp.IndexMetrics))
+	}
+	// In one partition, the composite container reads its composite index.
+	resp, err = composite.NewQueryItemsPager("SELECT VALUE c.id FROM c ORDER BY c.v DESC", azcosmos.NewPartitionKeyString("b"), &azcosmos.QueryOptions{PopulateIndexMetrics: true, PageSizeHint: 3}).NextPage(ctx)
+	if err != nil || resp.IndexMetrics == nil {
+		t.Fatalf("ORDER BY c.v DESC in b: %v, index metrics %v", err, resp.IndexMetrics)
+	}
+	if got := utilizedIndexes(t, *resp.IndexMetrics); !slices.Equal(got, []string{"/pk ASC,/v DESC"}) {
+		t.Errorf("ORDER BY c.v DESC in b on the composite container: utilized indexes %q, want the composite index", got)
 	}
 }

@@ -192,6 +192,12 @@ next:
 			continue
 		}
 		p := &orderedPlan{path: first.Path, desc: first.Desc, prefix: prefix, composite: true}
+		for _, raw := range s.c.Composites[ord] {
+			p.specs = append(p.specs, raw+" ASC") // equalities, read either way
+		}
+		if first.Desc {
+			p.specs[len(p.specs)-1] = s.c.Composites[ord][len(paths)-1] + " DESC"
+		}
 		for i, f := range filters {
 			if !slices.Equal(f.path, first.Path) {
 				continue

@@ -40,6 +40,7 @@ type orderedPlan struct {
 	// its equalities fix (composite).
 	prefix    []byte
 	composite bool
+	specs     []string // a composite index's paths and the directions read
 }
 
 // planOrdered decides whether ORDER BY can read the index in order.

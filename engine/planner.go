@@ -389,8 +389,9 @@ func (x *indexSource) Next() (*jsonv.Object, uint64, bool, error) { return x.par
 func (x *indexSource) entriesRead() int { return x.scanned }
 
 // indexMetrics renders the x-ms-cosmos-index-utilization value (base64 JSON, as
-// both SDKs decode it) for the plan used, or for a scan.
-func indexMetrics(path []string) string {
+// both SDKs decode it) for the plan used, or for a scan: a composite index's
+// specs ("/pk ASC", "/_ts DESC"), or else the path index of path.
+func indexMetrics(path []string, composite []string) string {
 	type single struct {
 		FilterExpression string `json:"FilterExpression"`
 		IndexSpec        string `json:"IndexSpec"`
@@ -399,17 +400,26 @@ func indexMetrics(path []string) string {
 		IndexImpactScore string `json:"IndexImpactScore"`
 	}
 	m := struct {
-		Utilized   []single `json:"UtilizedSingleIndexes"`
-		Potential  []single `json:"PotentialSingleIndexes"`
-		UtilizedC  []single `json:"UtilizedCompositeIndexes"`
-		PotentialC []single `json:"PotentialCompositeIndexes"`
-	}{Utilized: []single{}, Potential: []single{}, UtilizedC: []single{}, PotentialC: []single{}}
-	if path != nil {
+		Utilized   []single        `json:"UtilizedSingleIndexes"`
+		Potential  []single        `json:"PotentialSingleIndexes"`
+		UtilizedC  []compositeSpec `json:"UtilizedCompositeIndexes"`
+		PotentialC []compositeSpec `json:"PotentialCompositeIndexes"`
+	}{Utilized: []single{}, Potential: []single{}, UtilizedC: []compositeSpec{}, PotentialC: []compositeSpec{}}
+	if composite != nil {
+		m.UtilizedC = append(m.UtilizedC, compositeSpec{IndexSpecs: composite, IndexPreciseSet: true, IndexImpactScore: "High"})
+	} else if path != nil {
 		spec := "/" + strings.Join(path, "/") + "/?"
 		m.Utilized = append(m.Utilized, single{IndexSpec: spec, FilterPreciseSet: true, IndexPreciseSet: true, IndexImpactScore: "High"})
 	}
 	b, _ := json.Marshal(m)
 	return base64.StdEncoding.EncodeToString(b)
+}
+
+// compositeSpec is a composite index in an index utilization report.
+type compositeSpec struct {
+	IndexSpecs       []string `json:"IndexSpecs"`
+	IndexPreciseSet  bool     `json:"IndexPreciseSet"`
+	IndexImpactScore string   `json:"IndexImpactScore"`
 }
 
 // filtersFromHints converts the query's planner hints into filter specs.

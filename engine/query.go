@@ -223,7 +223,7 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	work.Add(spent)
 	out := QueryPage{Rows: page.Rows, ContainerRID: s.c.RID, Examined: work.Documents, RangeIDs: ranges}
 	if opts.IndexMetrics {
-		out.IndexMetrics = indexMetrics(plan.path)
+		out.IndexMetrics = indexMetrics(plan.path, plan.composite)
 	}
 	if page.More {
 		out.Continuation = encodeQueryToken(queryToken{RID: s.c.RID, Query: qh, Cursor: page.Last, Emitted: page.Emitted})
@@ -332,7 +332,7 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 		// A composite index reads about a page, where an equality reads
 		// every document it selects to sort them.
 		if cp, ok := s.planComposite(r, h, filters, pk); ok {
-			return s.orderedSource(r, cp, part, filter, lookAhead), sourcePlan{path: cp.path, sorted: true}
+			return s.orderedSource(r, cp, part, filter, lookAhead), sourcePlan{path: cp.path, sorted: true, composite: cp.specs}
 		}
 		plan, usable := s.planIndex(filters)
 		// An equality or IN lookup is usually narrower than reading in order.
@@ -465,6 +465,7 @@ func (s *scope) pkEquality(pk lethe.PartitionKey) *filterSpec {
 // whether every document it yields satisfies the WHERE clause.
 type sourcePlan struct {
 	path       []string
+	composite  []string // the composite index read, as index metrics name it
 	sorted     bool
 	whereHolds bool
 }
