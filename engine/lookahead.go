@@ -19,7 +19,11 @@ type docReader struct {
 	// rawOnly: the executor reads only Raw (query.Query.ReadsOnlyRaw, with a
 	// WHERE that holds for every document yielded), so documents are not
 	// parsed.
-	rawOnly  bool
+	rawOnly bool
+	// keyPath, when set, is the one path the executor reads besides Raw
+	// (query.Query.ReadsOnlyRawAndFirstKey): documents are yielded as an
+	// object holding only the value there, read without parsing the rest.
+	keyPath  []string
 	examined int // live documents taken
 	charged  int // entries read to produce the candidates taken
 	loaded   int // bytes of the documents taken
@@ -69,12 +73,38 @@ func (d *docReader) parsed(src candidates) (*jsonv.Object, uint64, bool, error) 
 	if d.rawOnly {
 		return unparsed, seq, true, nil
 	}
+	if d.keyPath != nil {
+		v, present, err := jsonv.StoredMember(rec.json, d.keyPath)
+		if err != nil {
+			d.err = err
+			return nil, 0, false, err
+		}
+		return valueOnlyAt(d.keyPath, v, present), seq, true, nil
+	}
 	o, err := jsonv.ParseStoredObject(rec.json)
 	if err != nil {
 		d.err = err
 		return nil, 0, false, err
 	}
 	return o, seq, true, nil
+}
+
+// valueOnlyAt returns an object whose only value is v at path, or an empty
+// object when the value is absent: a document as an executor that reads
+// only that path sees it.
+func valueOnlyAt(path []string, v jsonv.Value, present bool) *jsonv.Object {
+	o := jsonv.NewObject(1)
+	if !present {
+		return o
+	}
+	cur := o
+	for _, name := range path[:len(path)-1] {
+		next := jsonv.NewObject(1)
+		cur.Set(name, next)
+		cur = next
+	}
+	cur.Set(path[len(path)-1], v)
+	return o
 }
 
 // unparsed stands for a document the executor will not look into (rawOnly).

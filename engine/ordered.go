@@ -123,6 +123,20 @@ func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, part *indexPlan, f
 	return &orderedSource{docReader: newDocReader(s, r, lookAhead), plan: plan, part: part, filter: filter, prefix: plan.prefix, ranges: plan.ranges}
 }
 
+// keyOnly returns plan, the source's plan for query q, with whereHolds set
+// when q has no WHERE and returns its documents' stored JSON ordered by the
+// path the source orders by (SELECT * ... ORDER BY c._ts DESC): the
+// executor then looks into each document for that path's value only, so
+// the source yields, with each document's JSON, an object holding just
+// that value (see docReader.keyPath) instead of parsing it.
+func (x *orderedSource) keyOnly(q *query.Query, plan sourcePlan) sourcePlan {
+	if path, ok := q.ReadsOnlyRawAndFirstKey(); ok && !q.Filters() && slices.Equal(path, x.plan.path) {
+		x.keyPath = path
+		plan.whereHolds = true
+	}
+	return plan
+}
+
 // errOverBudget is a source's failure once it has read its budget of
 // index entries (see planOrPartition).
 var errOverBudget = errors.New("engine: the plan read its budget of index entries")

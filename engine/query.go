@@ -332,7 +332,8 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 		// A composite index reads about a page, where an equality reads
 		// every document it selects to sort them.
 		if cp, ok := s.planComposite(r, h, filters, pk); ok {
-			return s.orderedSource(r, cp, part, filter, lookAhead), sourcePlan{path: cp.path, sorted: true, composite: cp.specs}
+			src := s.orderedSource(r, cp, part, filter, lookAhead)
+			return src, src.keyOnly(q, sourcePlan{path: cp.path, sorted: true, composite: cp.specs})
 		}
 		plan, usable := s.planIndex(filters)
 		// An equality or IN lookup is usually narrower than reading in order.
@@ -351,7 +352,8 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 			return src, sp
 		}
 		if op, ok := s.planOrdered(r, h, filters); ok {
-			return s.orderedSource(r, op, part, filter, lookAhead), sourcePlan{path: op.path, sorted: true}
+			src := s.orderedSource(r, op, part, filter, lookAhead)
+			return src, src.keyOnly(q, sourcePlan{path: op.path, sorted: true})
 		}
 		if usable {
 			src := s.indexSource(r, plan, filter, lookAhead)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/kv/pebblekv"
@@ -260,6 +261,41 @@ func BenchmarkPartitionOrderByInterleaved(b *testing.B) {
 			b.ReportAllocs()
 			if rows := benchPages(b, e, "c", QueryOptions{Text: "SELECT * FROM c ORDER BY c.oid DESC", PK: lethe.PartitionKey{"p50"}, MaxItems: size}); rows != size {
 				b.Fatalf("%d rows, want a page of %d", rows, size)
+			}
+		})
+	}
+}
+
+// BenchmarkPartitionNewest is `lethe bench`'s query-order workload below
+// HTTP: the newest ten documents of one partition (ORDER BY c._ts DESC, the
+// partition key in the request) among 30,000 in 100 partitions written in
+// turns, 7,500 a second as bench's population writes them, so that about 75
+// of each partition share each _ts. With a composite index on /pk and /_ts a
+// page reads about ten entries and ten documents; with the path index of
+// _ts it reads a page of the partition among every partition's entries.
+//
+//	go test ./engine -run '^$' -bench PartitionNewest -benchmem
+func BenchmarkPartitionNewest(b *testing.B) {
+	for _, c := range []struct{ name, extra string }{
+		{"path-index", ""},
+		{"composite", `"indexingPolicy":{"compositeIndexes":[[{"path":"/pk"},{"path":"/_ts","order":"descending"}]]}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			clock := newFakeClock()
+			e := benchEngineWith(b, false, clock.Now, c.extra)
+			for i := range 30000 {
+				if i%7500 == 0 {
+					clock.Advance(time.Second)
+				}
+				p := fmt.Sprintf("p%d", i%100)
+				if _, err := e.CreateDocument(ctx, DocRef{DB: "db", Coll: "c", PK: lethe.PartitionKey{p}}, []byte(fmt.Sprintf(`{"id":"d%d","pk":%q,"k":%d}`, i, p, i/10))); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if rows := benchPages(b, e, "c", QueryOptions{Text: "SELECT * FROM c ORDER BY c._ts DESC", PK: lethe.PartitionKey{"p42"}, MaxItems: 10}); rows != 10 {
+				b.Fatalf("%d rows, want 10", rows)
 			}
 		})
 	}

@@ -312,7 +312,12 @@ func TestExactLookupsSkipWhere(t *testing.T) {
 		{"SELECT TOP 4 * FROM c", true},
 		{"SELECT * FROM c OFFSET 5 LIMIT 2", true},
 		{"SELECT c.id FROM c", false},
-		{"SELECT * FROM c ORDER BY c.id", false},
+		// Ordered by the path the index orders by: raw, and that path's
+		// value only.
+		{"SELECT * FROM c ORDER BY c.id", true},
+		{"SELECT * FROM c WHERE c.v = 'a' ORDER BY c.id", false},
+		{"SELECT c.id FROM c ORDER BY c.id", false},
+		{"SELECT * FROM c ORDER BY c.id, c.v", false},
 	} {
 		want := ids(te.queryAll("scan", c.q, params, 1000))
 		for _, size := range []int{1, 3, 50} {
@@ -337,6 +342,8 @@ func TestExactLookupsSkipWhere(t *testing.T) {
 				got = x.rawOnly
 			case *docSource:
 				got = x.rawOnly
+			case *orderedSource:
+				got = x.keyPath != nil
 			}
 			if got != c.rawOnly || plan.whereHolds != c.rawOnly {
 				t.Errorf("%s: reads raw only %v, WHERE holds %v; want %v", c.q, got, plan.whereHolds, c.rawOnly)

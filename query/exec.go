@@ -248,6 +248,29 @@ func (q *Query) ReadsOnlyRaw() bool {
 	return whole
 }
 
+// ReadsOnlyRawAndFirstKey returns the path of the one ORDER BY key of a
+// query that returns each document's stored JSON as it is (SELECT * over
+// the whole document, no JOIN) in the order of that key, a property path of
+// the document: executed with ExecOptions.WhereHolds over a source with
+// Raw, it looks into each document only for the value at that path, so the
+// source may yield an object holding just that value. ok is false for other
+// queries.
+func (q *Query) ReadsOnlyRawAndFirstKey() (path []string, ok bool) {
+	s := q.stmt
+	if s.plan != planOrder || s.From == nil || !s.Star || s.From.In || len(s.Joins) > 0 || len(s.OrderBy) != 1 {
+		return nil, false
+	}
+	if _, whole := s.From.X.(*Ident); !whole {
+		return nil, false
+	}
+	a := hintAnalyzer{}
+	if !a.rootPrefix(s.From.X) {
+		return nil, false
+	}
+	a.root = s.From.Alias.Name
+	return a.path(s.OrderBy[0].X)
+}
+
 // ResumeFirstKey returns the first ORDER BY key of the row at after, for an
 // ORDER BY query (no DISTINCT, GROUP BY or aggregate): a source that yields
 // documents in first-key order (ExecOptions.SortedByFirstKey) may resume at

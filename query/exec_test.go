@@ -111,8 +111,9 @@ func TestExecuteRaw(t *testing.T) {
 	}{
 		{"SELECT * FROM c", `{"raw": true} {"raw": true}`},
 		{"SELECT * FROM root r WHERE r.id = '2'", `{"raw": true}`},
-		// Only whole documents in streaming order use the raw text.
-		{"SELECT * FROM c ORDER BY c.id DESC", `{"id":"2"} {"id":"1"}`},
+		// Whole documents use the raw text, in any order.
+		{"SELECT * FROM c ORDER BY c.id DESC", `{"raw": true} {"raw": true}`},
+		{"SELECT * FROM c ORDER BY c.id OFFSET 1 LIMIT 1", `{"raw": true}`},
 		{"SELECT VALUE c FROM c", `{"id":"1"} {"id":"2"}`},
 		{"SELECT * FROM c.id", `"1" "2"`},
 	} {

@@ -84,6 +84,7 @@ type posRow struct {
 	pos      []byte
 	k1       int // length of the first ORDER BY key's encoding at the start of pos
 	val      jsonv.Value
+	raw      []byte // the document's own JSON text, for SELECT *; nil: val
 	vars     []jsonv.Value
 	deferred bool
 

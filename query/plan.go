@@ -107,6 +107,9 @@ func (ex *executor) runSorted(in input, o runOpts) ([]outRow, bool, error) {
 		}
 		r.pos = bytes.Clone(ex.buf)
 		r.k1 = k1
+		if ex.raw != nil {
+			r.raw = ex.raw() // SELECT * over whole documents: their own text
+		}
 		h.push(&r)
 		return true, nil
 	})
@@ -284,7 +287,7 @@ func (ex *executor) finish(rows []posRow, o runOpts) ([]outRow, bool, error) {
 	}
 	out := make([]outRow, len(rows))
 	for i, r := range rows {
-		if r.deferred {
+		if r.deferred && r.raw == nil {
 			ex.restore(r.vars)
 			v, _, err := ex.project()
 			if err != nil {
@@ -292,7 +295,7 @@ func (ex *executor) finish(rows []posRow, o runOpts) ([]outRow, bool, error) {
 			}
 			r.val = v
 		}
-		out[i] = outRow{val: r.val, pos: r.pos}
+		out[i] = outRow{val: r.val, raw: r.raw, pos: r.pos}
 	}
 	return out, more, nil
 }
