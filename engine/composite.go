@@ -160,16 +160,19 @@ func (s *scope) planComposite(r kv.Reader, h query.Hints, filters []filterSpec, 
 		return nil, false
 	}
 	first := h.OrderBy[0]
-	equal := func(path []string) (jsonv.Value, bool) {
-		for _, f := range append(slices.Clip(filters), derefSpec(pk)...) {
+	all := append(slices.Clip(filters), derefSpec(pk)...)
+	// equal returns the value an equality fixes at path, and which of all
+	// it is.
+	equal := func(path []string) (jsonv.Value, int, bool) {
+		for i, f := range all {
 			if f.kind == filterEq && len(f.values) == 1 && slices.Equal(f.path, path) {
 				switch v := f.values[0].(type) {
 				case nil, bool, string, jsonv.Number:
-					return v, true
+					return v, i, true
 				}
 			}
 		}
-		return nil, false
+		return nil, 0, false
 	}
 next:
 	for ord, paths := range s.l.composites {
@@ -177,11 +180,13 @@ next:
 			continue
 		}
 		prefix := appendCompositePrefix(nil, s.rid, ord)
+		used := make([]bool, len(all))
 		for _, p := range paths[:len(paths)-1] {
-			v, ok := equal(p)
+			v, i, ok := equal(p)
 			if !ok {
 				continue next
 			}
+			used[i] = true
 			prefix = appendValue(prefix, indexedValue(v))
 		}
 		marker := append(appendCompositePrefix(nil, s.rid, ord), tagContainer)
@@ -192,6 +197,13 @@ next:
 			continue
 		}
 		p := &orderedPlan{path: first.Path, desc: first.Desc, prefix: prefix, composite: true}
+		// WHERE holds for every entry when it is nothing but equalities the
+		// prefix fixes over values the index holds whole (not for the
+		// tail's documents, see orderedSource.keyOnly).
+		p.whereExact = h.Conjuncts == len(h.Where) && len(h.Where) == len(filters)
+		for i, f := range filters {
+			p.whereExact = p.whereExact && used[i] && exactLookup(f)
+		}
 		for _, raw := range s.c.Composites[ord] {
 			p.specs = append(p.specs, raw+" ASC") // equalities, read either way
 		}

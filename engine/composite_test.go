@@ -78,6 +78,10 @@ var compositeQueries = []struct {
 	{"SELECT * FROM c ORDER BY c.o.p DESC", lethe.PartitionKey{"busy"}},
 	{"SELECT * FROM c ORDER BY c.o.p DESC", nil},
 	{"SELECT * FROM c WHERE c.t >= 10 ORDER BY c.t", lethe.PartitionKey{"busy"}},
+	{"SELECT * FROM c WHERE c.pk = 'p4' ORDER BY c._ts DESC", nil},
+	{"SELECT * FROM c WHERE c.pk = 'p4' ORDER BY c.t DESC", nil},
+	{"SELECT * FROM c WHERE c.a = 'x' AND c.b = 2 ORDER BY c.t DESC", nil},
+	{"SELECT * FROM c WHERE c.a = 'x' AND c.b = 2 AND c.id != 'd5' ORDER BY c.t DESC", nil},
 }
 
 // TestCompositeOrderBy: a container with composite indexes gives every page
@@ -396,6 +400,53 @@ func TestOrderByTiesReadAPage(t *testing.T) {
 				}
 				opts.Continuation = res.Continuation
 			}
+		}
+	}
+}
+
+// TestCompositeWhereHolds: a SELECT * whose WHERE is nothing but the
+// equalities a composite index's prefix fixes, over values it holds whole,
+// is answered by the index alone (WHERE is not evaluated, and each
+// document is read for its key only), unless documents without the key
+// may follow from outside the index; any other WHERE is evaluated.
+func TestCompositeWhereHolds(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	createContainers(t, te, []string{"composite"}, map[string]string{"composite": compositePolicy})
+	for _, c := range []struct {
+		text string
+		want bool
+	}{
+		{"SELECT * FROM c WHERE c.pk = 'p4' ORDER BY c._ts DESC", true},
+		{"SELECT * FROM c ORDER BY c._ts DESC", true},
+		{"SELECT * FROM c WHERE c.pk = 'p4' ORDER BY c.t DESC", false}, // the tail: t undefined
+		{"SELECT * FROM c WHERE c.pk = 'p4' AND c.id != 'x' ORDER BY c._ts DESC", false},
+		{"SELECT * FROM c WHERE c.pk = '" + strings.Repeat("L", 130) + "' ORDER BY c._ts DESC", false},
+		{"SELECT c.id FROM c WHERE c.pk = 'p4' ORDER BY c._ts DESC", false},
+	} {
+		err := te.store.View(ctx, func(r kv.Reader) error {
+			s, err := te.scope(r, "db", "composite", te.clock.Now().Unix())
+			if err != nil {
+				return err
+			}
+			q, err := parseStatement(c.text)
+			if err != nil {
+				return err
+			}
+			src, plan := s.querySource(r, q, nil, s.partitionPlan(pk("p4")), s.pkEquality(pk("p4")), nil, 10)
+			defer src.close()
+			o, ok := src.(*orderedSource)
+			if !ok || !o.plan.composite {
+				t.Errorf("%q does not read the composite index", c.text)
+				return nil
+			}
+			if got := plan.whereHolds && o.keyPath != nil; got != c.want {
+				t.Errorf("%q: answered by the index alone %v, want %v", c.text, got, c.want)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -41,6 +41,9 @@ type orderedPlan struct {
 	prefix    []byte
 	composite bool
 	specs     []string // a composite index's paths and the directions read
+	// whereExact: every document the index yields satisfies the query's
+	// WHERE (see planComposite).
+	whereExact bool
 }
 
 // planOrdered decides whether ORDER BY can read the index in order.
@@ -124,13 +127,17 @@ func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, part *indexPlan, f
 }
 
 // keyOnly returns plan, the source's plan for query q, with whereHolds set
-// when q has no WHERE and returns its documents' stored JSON ordered by the
-// path the source orders by (SELECT * ... ORDER BY c._ts DESC): the
+// when q has no WHERE, or one the index answers exactly, and returns its
+// documents' stored JSON ordered by the path the source orders by (SELECT *
+// ... ORDER BY c._ts DESC): the
 // executor then looks into each document for that path's value only, so
 // the source yields, with each document's JSON, an object holding just
 // that value (see docReader.keyPath) instead of parsing it.
 func (x *orderedSource) keyOnly(q *query.Query, plan sourcePlan) sourcePlan {
-	if path, ok := q.ReadsOnlyRawAndFirstKey(); ok && !q.Filters() && slices.Equal(path, x.plan.path) {
+	// The tail (documents without the key) comes from the partition or the
+	// container, unfiltered by the index: WHERE must judge it.
+	where := !q.Filters() || x.plan.whereExact && !x.plan.tail
+	if path, ok := q.ReadsOnlyRawAndFirstKey(); ok && where && slices.Equal(path, x.plan.path) {
 		x.keyPath = path
 		plan.whereHolds = true
 	}
