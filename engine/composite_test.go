@@ -19,6 +19,20 @@ const compositePolicy = `,"indexingPolicy":{"compositeIndexes":[` +
 	`[{"path":"/pk","order":"ascending"},{"path":"/_ts","order":"descending"}],` +
 	`[{"path":"/a"},{"path":"/b"},{"path":"/t"}]]}`
 
+// compositeEngine returns a test engine whose database "db" holds the named
+// containers among "composite" (compositePolicy), "plain" (the default
+// policy) and "scan" (no index), each partitioned on /pk.
+func compositeEngine(t *testing.T, names ...string) *testEngine {
+	t.Helper()
+	te := newTestEngine(t)
+	te.mustDB("db")
+	createContainers(t, te, names, map[string]string{
+		"composite": compositePolicy,
+		"scan":      `,"indexingPolicy":{"indexingMode":"none","automatic":false}`,
+	})
+	return te
+}
+
 // compositeBody is document i of the composite tests: t is missing, null, a
 // boolean, a short string, a long string that the index cuts (several
 // sharing the cut prefix) or a number shared by several documents; a and b
@@ -90,13 +104,8 @@ var compositeQueries = []struct {
 // and deletes; and the queries whose equalities fix all but the last path of
 // a composite index, with that path as the first ORDER BY key, read it.
 func TestCompositeOrderBy(t *testing.T) {
-	te := newTestEngine(t)
-	te.mustDB("db")
 	names := []string{"composite", "plain", "scan"}
-	createContainers(t, te, names, map[string]string{
-		"composite": compositePolicy,
-		"scan":      `,"indexingPolicy":{"indexingMode":"none","automatic":false}`,
-	})
+	te := compositeEngine(t, names...)
 	partition := func(i int) string {
 		if i%3 == 0 {
 			return "busy"
@@ -246,12 +255,7 @@ func (te *testEngine) readsComposite(coll, text string, p lethe.PartitionKey) bo
 // cannot order that document), and the results stay those of a scan; when
 // the document goes, the index serves again.
 func TestCompositeContainerValues(t *testing.T) {
-	te := newTestEngine(t)
-	te.mustDB("db")
-	createContainers(t, te, []string{"composite", "scan"}, map[string]string{
-		"composite": compositePolicy,
-		"scan":      `,"indexingPolicy":{"indexingMode":"none","automatic":false}`,
-	})
+	te := compositeEngine(t, "composite", "scan")
 	for _, name := range []string{"composite", "scan"} {
 		for i := range 20 {
 			if _, err := te.CreateDocument(ctx, DocRef{DB: "db", Coll: name, PK: pk("p")}, []byte(fmt.Sprintf(`{"id":"d%d","pk":"p","t":%d}`, i, i))); err != nil {
@@ -367,13 +371,8 @@ func rowStrings(rows [][]byte) []string {
 // the executor stops at the page's last row. So it is with the composite
 // index and with the path index of _ts, both ways, and on later pages.
 func TestOrderByTiesReadAPage(t *testing.T) {
-	te := newTestEngine(t)
-	te.mustDB("db")
 	names := []string{"composite", "plain", "scan"}
-	createContainers(t, te, names, map[string]string{
-		"composite": compositePolicy,
-		"scan":      `,"indexingPolicy":{"indexingMode":"none","automatic":false}`,
-	})
+	te := compositeEngine(t, names...)
 	for i := range 800 {
 		p := []string{"p", "q"}[i%2]
 		for _, name := range names {
@@ -410,9 +409,7 @@ func TestOrderByTiesReadAPage(t *testing.T) {
 // document is read for its key only), unless documents without the key
 // may follow from outside the index; any other WHERE is evaluated.
 func TestCompositeWhereHolds(t *testing.T) {
-	te := newTestEngine(t)
-	te.mustDB("db")
-	createContainers(t, te, []string{"composite"}, map[string]string{"composite": compositePolicy})
+	te := compositeEngine(t, "composite")
 	for _, c := range []struct {
 		text string
 		want bool

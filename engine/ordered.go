@@ -204,9 +204,7 @@ func (x *orderedSource) nextEntry() (key, value []byte, ok bool) {
 			if x.ties.Next() {
 				return x.ties.Key(), x.ties.Value(), true
 			}
-			if err := x.ties.Close(); err != nil && x.err == nil {
-				x.err = err
-			}
+			x.closeIter(x.ties)
 			x.ties = nil
 			x.cur.end = x.tiesStart
 			x.it = x.r.Scan(x.cur.start, x.cur.end, true)
@@ -215,9 +213,7 @@ func (x *orderedSource) nextEntry() (key, value []byte, ok bool) {
 			if x.it.Next() {
 				return x.it.Key(), x.it.Value(), true
 			}
-			if err := x.it.Close(); err != nil && x.err == nil {
-				x.err = err
-			}
+			x.closeIter(x.it)
 			x.it = nil
 		}
 		if x.ri >= len(x.ranges) {
@@ -230,6 +226,13 @@ func (x *orderedSource) nextEntry() (key, value []byte, ok bool) {
 		x.ri++
 		x.cur = x.ranges[i]
 		x.it = x.r.Scan(x.cur.start, x.cur.end, x.plan.desc)
+	}
+}
+
+// closeIter closes it, keeping its error if it is the source's first.
+func (x *orderedSource) closeIter(it kv.Iterator) {
+	if err := it.Close(); err != nil && x.err == nil {
+		x.err = err
 	}
 }
 
@@ -253,9 +256,7 @@ func (x *orderedSource) readTiesForwards(enc []byte) bool {
 	}
 	x.scanned++
 	start := append(slices.Clone(x.prefix), enc...)
-	if err := it.Close(); err != nil && x.err == nil {
-		x.err = err
-	}
+	x.closeIter(it)
 	x.it = nil
 	x.tiesStart = start
 	from := start
