@@ -33,6 +33,10 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// noAutoCompactions turns Pebble's automatic compactions off (Options.tweak),
+// for tests that look at the tables flushes and manual compactions leave.
+func noAutoCompactions(o *pebble.Options) { o.DisableAutomaticCompactions = true }
+
 func openMem(t testing.TB) *Store {
 	t.Helper()
 	s, err := Open(Options{InMemory: true})
@@ -619,12 +623,19 @@ func TestBlockCacheAndFilters(t *testing.T) {
 // (bloomBitsPerKey), on both kinds of store; and that keys there read back
 // without one.
 func TestFiltersAboveTheLowestLevel(t *testing.T) {
-	disk, err := Open(Options{Dir: t.TempDir(), Reserve: -1})
+	// No automatic compactions: one could move the flushed tables down
+	// before their filters are looked at. The manual one below still runs.
+	disk, err := Open(Options{Dir: t.TempDir(), Reserve: -1, tweak: noAutoCompactions})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = disk.Close() })
-	for name, s := range map[string]*Store{"in memory": openMem(t), "on disk": disk} {
+	mem, err := Open(Options{InMemory: true, tweak: noAutoCompactions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mem.Close() })
+	for name, s := range map[string]*Store{"in memory": mem, "on disk": disk} {
 		// Two flushes that overlap, so that the compaction below rewrites
 		// their keys rather than moving a table down whole (a moved table
 		// keeps its filter).

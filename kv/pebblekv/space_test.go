@@ -339,8 +339,7 @@ func TestNoSpaceInFlushAndCompaction(t *testing.T) {
 	setFree(mem, 90<<20) // as in TestNoSpaceInWAL: no ballast
 	// Only the compaction the test asks for, none started by Pebble before
 	// the fault is on.
-	noAuto := func(o *pebble.Options) { o.DisableAutomaticCompactions = true }
-	f := openFaulty(t, mem, Options{Reserve: 64 << 20, tweak: noAuto})
+	f := openFaulty(t, mem, Options{Reserve: 64 << 20, tweak: noAutoCompactions})
 
 	var acked []string
 	put := func(prefix string) {
