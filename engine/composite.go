@@ -20,9 +20,11 @@ import (
 //
 // where a path index entry has its path's length, never 0, so the two never
 // mix. A document with an object or an array at one of the paths has a
-// marker instead, I <collRid> 0x00 <ordinal> 0x09 <seq>, which tells a query
-// that the index does not order every document; a document missing one of
-// the paths has nothing.
+// marker instead, I <collRid> 0x00 <ordinal> <value>... 0x09 <seq>, with the
+// values of the paths before it: after every scalar those values lead to, so
+// that a read in order meets it where the executor's order puts the document
+// (after strings) and gives up (see orderedSource.next). A document missing
+// one of the paths before any object or array has nothing.
 //
 // Values are stored in ascending order whatever order the policy gives a
 // path, and the index serves a query whose WHERE equalities, or the request's
@@ -117,25 +119,20 @@ func appendCompositePrefix(b []byte, coll [8]byte, ord int) []byte {
 
 // appendCompositeEntry appends document o's entry in composite index ord,
 // whose paths are paths, or its marker; it returns b unchanged when o lacks
-// one of the paths.
+// one of the paths before any object or array.
 func appendCompositeEntry(b []byte, coll [8]byte, ord int, paths [][]string, o *jsonv.Object, seq uint64) []byte {
-	values := make([]jsonv.Value, 0, 4)
-	missing := false
+	start := len(b)
+	b = appendCompositePrefix(b, coll, ord)
 	for _, p := range paths {
 		v, ok := lookupPath(o, p)
+		if !ok {
+			return b[:start]
+		}
 		switch v.(type) {
 		case *jsonv.Object, []jsonv.Value:
-			b = append(appendCompositePrefix(b, coll, ord), tagContainer)
+			b = append(b, tagContainer)
 			return binary.BigEndian.AppendUint64(b, seq)
 		}
-		missing = missing || !ok
-		values = append(values, v)
-	}
-	if missing {
-		return b
-	}
-	b = appendCompositePrefix(b, coll, ord)
-	for _, v := range values {
 		b = appendValue(b, indexedValue(v))
 	}
 	return binary.BigEndian.AppendUint64(b, seq)
@@ -153,9 +150,8 @@ func alwaysDefined(path []string) bool {
 // but the last, which is the ORDER BY key. As with a path index, ascending
 // needs the key always defined or a WHERE conjunct on it (documents without
 // it sort first and have no entry), and descending finds them after the
-// index, in the tail. An index where any document holds an object or an
-// array at one of its paths is not used.
-func (s *scope) planComposite(r kv.Reader, h query.Hints, filters []filterSpec, pk *filterSpec) (*orderedPlan, bool) {
+// index, in the tail.
+func (s *scope) planComposite(h query.Hints, filters []filterSpec, pk *filterSpec) (*orderedPlan, bool) {
 	if len(h.OrderBy) == 0 || len(s.l.composites) == 0 {
 		return nil, false
 	}
@@ -188,13 +184,6 @@ next:
 			}
 			used[i] = true
 			prefix = appendValue(prefix, indexedValue(v))
-		}
-		marker := append(appendCompositePrefix(nil, s.rid, ord), tagContainer)
-		it := r.Scan(marker, kv.PrefixEnd(marker), false)
-		hasContainers := it.Next()
-		it.Close()
-		if hasContainers {
-			continue
 		}
 		p := &orderedPlan{path: first.Path, desc: first.Desc, prefix: prefix, composite: true}
 		// WHERE holds for every entry when it is nothing but equalities the

@@ -45,6 +45,9 @@ type scope struct {
 	lsns  []uint64   // LSNs allocated, for session tokens
 	work  ru.Write   // index terms written and removed since the last charge
 	usage usageDelta // changes to the container's storage tallies, applied at commit
+	// unordered: queries do not read an index in ORDER BY order, after
+	// such a read met an object or array (errUnorderable).
+	unordered bool
 	// rangeID is the partition key range of the document a point operation
 	// or batch addresses (set when its partition key is known).
 	rangeID string

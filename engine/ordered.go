@@ -23,8 +23,11 @@ import (
 //   - descending without such a conjunct, documents without the property
 //     (undefined, last) are found by a scan after the index is exhausted, which
 //     costs nothing when the page fills first;
-//   - a path holding arrays or objects is not served (the index does not order
-//     them);
+//   - the index does not order arrays and objects: their entries (markers,
+//     after every scalar) make the read give up when it meets one
+//     (errUnorderable), and the page is planned again without reading in
+//     order; a descending read meets them first, an ascending one only if
+//     the page has not filled before;
 //   - strings long enough to have been cut to the indexed prefix are regrouped
 //     and sorted by their full value.
 
@@ -47,7 +50,7 @@ type orderedPlan struct {
 }
 
 // planOrdered decides whether ORDER BY can read the index in order.
-func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec) (*orderedPlan, bool) {
+func (s *scope) planOrdered(h query.Hints, filters []filterSpec) (*orderedPlan, bool) {
 	if len(h.OrderBy) == 0 {
 		return nil, false
 	}
@@ -56,13 +59,6 @@ func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec) (*
 		return nil, false
 	}
 	prefix := indexPrefix(s.rid, first.Path)
-	marker := append(append([]byte(nil), prefix...), tagContainer)
-	it := r.Scan(marker, kv.PrefixEnd(marker), false)
-	hasContainers := it.Next()
-	it.Close()
-	if hasContainers {
-		return nil, false
-	}
 	p := &orderedPlan{path: first.Path, desc: first.Desc, prefix: prefix}
 	for i, f := range filters {
 		if !slices.Equal(f.path, first.Path) {
@@ -143,6 +139,11 @@ func (x *orderedSource) keyOnly(q *query.Query, plan sourcePlan) sourcePlan {
 	}
 	return plan
 }
+
+// errUnorderable is an ordered read's failure when it meets a document with
+// an object or an array where it orders: the index cannot place it among
+// the others as the executor would (see queryPage).
+var errUnorderable = errors.New("engine: an ordered read met an object or array")
 
 // errOverBudget is a source's failure once it has read its budget of
 // index entries (see planOrPartition).
@@ -320,6 +321,9 @@ func (x *orderedSource) next() (candidate, bool, error) {
 			}
 			x.scanned++
 			enc := key[len(x.prefix) : len(key)-8]
+			if len(enc) > 0 && enc[0] == tagContainer {
+				return candidate{}, false, errUnorderable
+			}
 			c = candidate{seqOf(key), value}
 			if maybeCut(enc) {
 				c.suffix = append([]byte(nil), value...)

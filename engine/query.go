@@ -212,6 +212,17 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	} else {
 		page, err = execute(src, plan)
 	}
+	if o, ok := src.(*orderedSource); ok && errors.Is(err, errUnorderable) {
+		// The index holds an object or array where the query orders: plan
+		// again without reading in order, charging what was read.
+		w, _ := o.work()
+		w.IndexEntries = o.entriesRead()
+		spent.Add(w)
+		o.close()
+		s.unordered = true
+		src, plan = s.querySource(r, q, opts.Params, part, s.pkEquality(opts.PK), filter, lookAhead)
+		page, err = execute(src, plan)
+	}
 	defer src.close()
 	if err != nil {
 		return QueryPage{}, queryError(err)
@@ -331,7 +342,7 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 		filters := filtersFromHints(h)
 		// A composite index reads about a page, where an equality reads
 		// every document it selects to sort them.
-		if cp, ok := s.planComposite(r, h, filters, pk); ok {
+		if cp, ok := s.planComposite(h, filters, pk); ok && !s.unordered {
 			src := s.orderedSource(r, cp, part, filter, lookAhead)
 			return src, src.keyOnly(q, sourcePlan{path: cp.path, sorted: true, composite: cp.specs})
 		}
@@ -351,7 +362,7 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 			}
 			return src, sp
 		}
-		if op, ok := s.planOrdered(r, h, filters); ok {
+		if op, ok := s.planOrdered(h, filters); ok && !s.unordered {
 			src := s.orderedSource(r, op, part, filter, lookAhead)
 			return src, src.keyOnly(q, sourcePlan{path: op.path, sorted: true})
 		}
