@@ -150,7 +150,8 @@ func alwaysDefined(path []string) bool {
 // but the last, which is the ORDER BY key. As with a path index, ascending
 // needs the key always defined or a WHERE conjunct on it (documents without
 // it sort first and have no entry), and descending finds them after the
-// index, in the tail.
+// index, in the tail. An equality or IN on another indexed path leaves the
+// query to the path indexes, whose list of that value may be far shorter.
 func (s *scope) planComposite(h query.Hints, filters []filterSpec, pk *filterSpec) (*orderedPlan, bool) {
 	if len(h.OrderBy) == 0 || len(s.l.composites) == 0 {
 		return nil, false
@@ -192,6 +193,12 @@ next:
 		p.whereExact = h.Conjuncts == len(h.Where) && len(h.Where) == len(filters)
 		for i, f := range filters {
 			p.whereExact = p.whereExact && used[i] && exactLookup(f)
+			if !used[i] && f.kind <= filterIn && s.l.index.indexed(f.path) {
+				// Another equality's list may hold a handful of documents
+				// where the index in order reads the whole prefix to find
+				// them: planned as before.
+				continue next
+			}
 		}
 		for _, raw := range s.c.Composites[ord] {
 			p.specs = append(p.specs, raw+" ASC") // equalities, read either way

@@ -85,6 +85,7 @@ var compositeQueries = []struct {
 	{"SELECT c.id, c.t FROM c WHERE c.a = 'x' AND c.b = 2 ORDER BY c.t DESC", nil},
 	{"SELECT c.id, c.t FROM c WHERE c.a = 'y' AND c.b = 0 AND c.t > 5 ORDER BY c.t", nil},
 	{"SELECT c.id, c.t FROM c WHERE c.a = 'y' AND c.b = 0 ORDER BY c.t DESC", lethe.PartitionKey{"busy"}},
+	{"SELECT c.id, c.t FROM c WHERE c.id = 'd3' ORDER BY c.t DESC", lethe.PartitionKey{"busy"}},
 	// SELECT * ordered by the path the index orders by: each document is
 	// sent as stored, and only the key is read from it.
 	{"SELECT * FROM c ORDER BY c.t DESC", lethe.PartitionKey{"busy"}},
@@ -176,6 +177,8 @@ func TestCompositeOrderBy(t *testing.T) {
 		{"SELECT c.id, c.t FROM c WHERE c.a = 'x' ORDER BY c.t DESC", nil, false},
 		{"SELECT c.id, c.t FROM c WHERE c.a = 'x' AND c.b IN (1, 2) ORDER BY c.t DESC", nil, false},
 		{"SELECT c.id, c.t FROM c ORDER BY c.b DESC", pk("busy"), false},
+		{"SELECT c.id, c.t FROM c WHERE c.id = 'd3' ORDER BY c.t DESC", pk("busy"), false},
+		{"SELECT c.id, c.t FROM c WHERE c.b IN (1, 2) ORDER BY c.t DESC", pk("busy"), false},
 	} {
 		if got := te.readsComposite("composite", c.text, c.pk); got != c.want {
 			t.Errorf("%v %q: reads a composite index: %v, want %v", c.pk, c.text, got, c.want)
