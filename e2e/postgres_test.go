@@ -3,7 +3,9 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -146,5 +148,69 @@ func TestPostgresOutage(t *testing.T) {
 	}
 	if st := readStatus(t, cc, pk, "during"); st != http.StatusNotFound {
 		t.Errorf("the create refused during the outage reads %d", st)
+	}
+}
+
+// TestPostgresOrderedReads: on a PostgreSQL store, ORDER BY read from an
+// index in order (a composite index on /pk and /n, and the path index of
+// _ts) gives every page a container without any index gives: documents
+// sharing a key (all share _ts under the manual clock, many share n) come in
+// insertion order from a descending read, continuations resume within them,
+// and an object where the index orders makes the read start again without
+// that order.
+func TestPostgresOrderedReads(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, serverOpts{InMemory: false, Store: pgtest.Database(t), Args: []string{"--clock=manual"}})
+	db := mustDatabase(t, s.client(t), "db")
+	composite := mustContainer(t, db, azcosmos.ContainerProperties{
+		ID: "composite", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}},
+		IndexingPolicy: &azcosmos.IndexingPolicy{
+			Automatic: true, IndexingMode: azcosmos.IndexingModeConsistent,
+			IncludedPaths: []azcosmos.IncludedPath{{Path: "/*"}},
+			CompositeIndexes: [][]azcosmos.CompositeIndex{{
+				{Path: "/pk", Order: azcosmos.CompositeIndexAscending}, {Path: "/n", Order: azcosmos.CompositeIndexDescending},
+			}},
+		},
+	})
+	scan := mustContainer(t, db, azcosmos.ContainerProperties{
+		ID: "scan", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}},
+		IndexingPolicy: &azcosmos.IndexingPolicy{IndexingMode: azcosmos.IndexingModeNone},
+	})
+	for i := range 60 {
+		doc := map[string]any{"id": fmt.Sprintf("d%02d", i), "pk": []string{"p", "q"}[i%2], "n": i % 7}
+		if i == 33 {
+			doc["n"] = map[string]any{"x": 1}
+		}
+		for _, cc := range []*azcosmos.ContainerClient{composite, scan} {
+			createDoc(t, cc, azcosmos.NewPartitionKeyString(doc["pk"].(string)), doc)
+		}
+	}
+	for _, q := range []struct{ text, pk string }{
+		{"SELECT c.id FROM c ORDER BY c.n DESC", "p"},
+		{"SELECT * FROM c ORDER BY c.n DESC", "p"},
+		{"SELECT c.id FROM c ORDER BY c.n DESC", "q"}, // q holds the object
+		{"SELECT c.id FROM c ORDER BY c._ts DESC", "p"},
+		{"SELECT c.id FROM c ORDER BY c._ts", "q"},
+	} {
+		var pages [2][]string
+		for i, cc := range []*azcosmos.ContainerClient{composite, scan} {
+			pager := cc.NewQueryItemsPager(q.text, azcosmos.NewPartitionKeyString(q.pk), &azcosmos.QueryOptions{PageSizeHint: 4})
+			for pager.More() {
+				page, err := pager.NextPage(ctx)
+				if err != nil {
+					t.Fatalf("%s in %s on %s: %v", q.text, q.pk, cc.ID(), err)
+				}
+				var ids []string
+				for _, it := range page.Items {
+					var d struct{ ID string }
+					_ = json.Unmarshal(it, &d)
+					ids = append(ids, d.ID)
+				}
+				pages[i] = append(pages[i], strings.Join(ids, ","))
+			}
+		}
+		if !slices.Equal(pages[0], pages[1]) || len(pages[0]) < 4 {
+			t.Errorf("%s in %s: pages %q, a container without an index gives %q", q.text, q.pk, pages[0], pages[1])
+		}
 	}
 }
