@@ -356,8 +356,9 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 			}
 			// A WHERE that is this one lookup, over values the index holds
 			// exactly, holds for every document it yields: SELECT * then
-			// returns their stored JSON without parsing it.
-			if h.Conjuncts == 1 && len(h.Where) == 1 && exactLookup(plan.spec) && q.ReadsOnlyRaw() {
+			// returns their stored JSON without parsing it, and a count
+			// counts them without parsing them.
+			if h.Conjuncts == 1 && len(h.Where) == 1 && exactLookup(plan.spec) && (q.ReadsOnlyRaw() || q.ReadsNoDocument()) {
 				sp.whereHolds, src.rawOnly = true, true
 			}
 			return src, sp
@@ -374,8 +375,9 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 			return src, sourcePlan{path: plan.spec.path}
 		}
 	}
-	// SELECT * without WHERE returns every document's stored JSON unparsed.
-	rawOnly := !q.Filters() && q.ReadsOnlyRaw()
+	// SELECT * without WHERE returns every document's stored JSON unparsed;
+	// a count without WHERE counts the documents without parsing them.
+	rawOnly := !q.Filters() && (q.ReadsOnlyRaw() || q.ReadsNoDocument())
 	src := s.inOrder(r, part, filter, lookAhead, rawOnly)
 	src.seek(0)
 	return src, sourcePlan{whereHolds: rawOnly}

@@ -248,6 +248,36 @@ func (q *Query) ReadsOnlyRaw() bool {
 	return whole
 }
 
+// ReadsNoDocument reports whether the query never looks into the documents
+// it reads: an aggregate over whole documents (no GROUP BY, ORDER BY, JOIN
+// or FROM ... IN) whose select list refers to none of them, such as SELECT
+// VALUE COUNT(1) FROM c. Executed without WHERE or with
+// ExecOptions.WhereHolds, it only counts the documents its source yields,
+// so the source may yield a placeholder for each (any non-nil object).
+func (q *Query) ReadsNoDocument() bool {
+	s := q.stmt
+	if s.plan != planAggregate || s.From == nil || s.From.In || len(s.Joins) > 0 || s.Star || len(s.OrderBy) > 0 {
+		return false
+	}
+	if _, whole := s.From.X.(*Ident); !whole {
+		return false
+	}
+	for _, it := range s.Items {
+		refers := false
+		Inspect(it.X, func(x Expr) bool {
+			switch x.(type) {
+			case *Ident, *SubqueryExpr: // an alias, or a subquery that may use one
+				refers = true
+			}
+			return !refers
+		})
+		if refers {
+			return false
+		}
+	}
+	return true
+}
+
 // ReadsOnlyRawAndFirstKey returns the path of the one ORDER BY key of a
 // query that returns each document's stored JSON as it is (SELECT * over
 // the whole document, no JOIN) in the order of that key, a property path of

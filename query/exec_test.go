@@ -3,6 +3,7 @@ package query
 import (
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -324,4 +325,62 @@ func TestRowBound(t *testing.T) {
 			t.Errorf("%s: RowBound = %d, want %d", c.src, got, c.want)
 		}
 	}
+}
+
+// TestReadsNoDocument: an aggregate whose select list refers to no document
+// reads none, and gives over placeholders what it gives over documents;
+// anything that looks into them does not qualify.
+func TestReadsNoDocument(t *testing.T) {
+	docs := testDocs(t, `{"id":"1","n":1}`, `{"id":"2","n":5}`, `{"id":"3"}`)
+	var placeholders []string
+	for range docs {
+		placeholders = append(placeholders, `{}`)
+	}
+	for _, c := range []struct {
+		query string
+		want  bool
+	}{
+		{"SELECT VALUE COUNT(1) FROM c", true},
+		{"SELECT COUNT(1) AS n, SUM(2) AS s, MAX('x') AS m FROM c", true},
+		{"SELECT VALUE COUNT(1) FROM root r", true},
+		{"SELECT VALUE COUNT(1) FROM c WHERE c.n > 1", true}, // WHERE: the engine decides whether it holds
+		{"SELECT VALUE COUNT(c.n) FROM c", false},
+		{"SELECT VALUE SUM(c.n) FROM c", false},
+		{"SELECT VALUE COUNT(1) FROM c.tags t", false},
+		{"SELECT VALUE COUNT(1) FROM t IN c.tags", false},
+		{"SELECT VALUE COUNT(1) FROM c JOIN t IN c.tags", false},
+		{"SELECT c.n, COUNT(1) AS k FROM c GROUP BY c.n", false},
+		{"SELECT VALUE COUNT(1) FROM c WHERE EXISTS(SELECT VALUE 1 FROM x IN c.tags)", true},
+		{"SELECT VALUE (SELECT VALUE COUNT(1) FROM x IN c.tags) FROM c", false},
+		{"SELECT * FROM c", false},
+		{"SELECT VALUE 1 FROM c", false},
+	} {
+		q := mustParse(t, c.query)
+		if got := q.ReadsNoDocument(); got != c.want {
+			t.Errorf("%s: reads no document %v, want %v", c.query, got, c.want)
+			continue
+		}
+		if !c.want || q.Filters() {
+			continue
+		}
+		want, err := q.Execute(newSliceSource(docs), ExecOptions{PageSize: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := q.Execute(newSliceSource(testDocs(t, placeholders...)), ExecOptions{PageSize: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(rowsText(got.Rows), rowsText(want.Rows)) {
+			t.Errorf("%s: over placeholders %s, over the documents %s", c.query, rowsText(got.Rows), rowsText(want.Rows))
+		}
+	}
+}
+
+func rowsText(rows [][]byte) []string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, string(r))
+	}
+	return out
 }
