@@ -10,7 +10,6 @@ import (
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/jsonv"
-	"github.com/lethe-db/lethe/kv"
 )
 
 // compositePolicy has composite indexes on /pk and /t, on /pk and /_ts (the
@@ -229,28 +228,10 @@ func withoutContainerProperties(t *testing.T, pages [][]string) [][]string {
 func (te *testEngine) readsComposite(coll, text string, p lethe.PartitionKey) bool {
 	te.t.Helper()
 	var uses bool
-	err := te.store.View(ctx, func(r kv.Reader) error {
-		s, err := te.scope(r, "db", coll, te.clock.Now().Unix())
-		if err != nil {
-			return err
-		}
-		q, err := parseStatement(text)
-		if err != nil {
-			return err
-		}
-		filter, _, err := s.filter(p, true, Scope{})
-		if err != nil {
-			return err
-		}
-		src, _ := s.querySource(r, q, nil, s.partitionPlan(p), s.pkEquality(p), filter, 10)
-		defer src.close()
+	te.withPlan(coll, text, nil, p, func(src querySource, _ sourcePlan) {
 		o, ok := src.(*orderedSource)
 		uses = ok && o.plan.composite
-		return nil
 	})
-	if err != nil {
-		te.t.Fatal(err)
-	}
 	return uses
 }
 
@@ -461,29 +442,15 @@ func TestCompositeWhereHolds(t *testing.T) {
 		{"SELECT * FROM c WHERE c.pk = '" + strings.Repeat("L", 130) + "' ORDER BY c._ts DESC", false},
 		{"SELECT c.id FROM c WHERE c.pk = 'p4' ORDER BY c._ts DESC", false},
 	} {
-		err := te.store.View(ctx, func(r kv.Reader) error {
-			s, err := te.scope(r, "db", "composite", te.clock.Now().Unix())
-			if err != nil {
-				return err
-			}
-			q, err := parseStatement(c.text)
-			if err != nil {
-				return err
-			}
-			src, plan := s.querySource(r, q, nil, s.partitionPlan(pk("p4")), s.pkEquality(pk("p4")), nil, 10)
-			defer src.close()
+		te.withPlan("composite", c.text, nil, pk("p4"), func(src querySource, plan sourcePlan) {
 			o, ok := src.(*orderedSource)
 			if !ok || !o.plan.composite {
 				t.Errorf("%q does not read the composite index", c.text)
-				return nil
+				return
 			}
 			if got := plan.whereHolds && o.keyPath != nil; got != c.want {
 				t.Errorf("%q: answered by the index alone %v, want %v", c.text, got, c.want)
 			}
-			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/kv/pebblekv"
 )
@@ -169,3 +170,43 @@ func (te *testEngine) mustDelete(coll, id string) {
 }
 
 func base64Decode(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
+
+// withPlan calls fn with the source and plan that query text, with params
+// and partition key p in the request (nil: none), gets in container coll of
+// database "db", in a view that stays open while fn runs.
+func (te *testEngine) withPlan(coll, text string, params map[string]jsonv.Value, p lethe.PartitionKey, fn func(querySource, sourcePlan)) {
+	te.t.Helper()
+	err := te.store.View(ctx, func(r kv.Reader) error {
+		s, err := te.scope(r, "db", coll, te.clock.Now().Unix())
+		if err != nil {
+			return err
+		}
+		q, err := parseStatement(text)
+		if err != nil {
+			return err
+		}
+		filter, _, err := s.filter(p, true, Scope{})
+		if err != nil {
+			return err
+		}
+		src, plan := s.querySource(r, q, params, s.partitionPlan(p), s.pkEquality(p), filter, 10)
+		defer src.close()
+		fn(src, plan)
+		return nil
+	})
+	if err != nil {
+		te.t.Fatal(err)
+	}
+}
+
+// parsesNoDocument reports whether src yields placeholders for documents
+// (their stored JSON as Raw) instead of parsing them.
+func parsesNoDocument(src querySource) bool {
+	switch x := src.(type) {
+	case *indexSource:
+		return x.rawOnly
+	case *docSource:
+		return x.rawOnly
+	}
+	return false
+}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/jsonv"
-	"github.com/lethe-db/lethe/kv"
 )
 
 // queryAll runs a query to completion with the given page size and returns
@@ -325,34 +324,15 @@ func TestExactLookupsSkipWhere(t *testing.T) {
 				t.Errorf("%s, page size %d: indexed %v, scan %v", c.q, size, got, want)
 			}
 		}
-		err := te.store.View(ctx, func(r kv.Reader) error {
-			s, err := te.scope(r, "db", "idx", te.clock.Now().Unix())
-			if err != nil {
-				return err
-			}
-			q, err := parseStatement(c.q)
-			if err != nil {
-				return err
-			}
-			src, plan := s.querySource(r, q, params, nil, nil, nil, 0)
-			defer src.close()
-			var got bool
-			switch x := src.(type) {
-			case *indexSource:
-				got = x.rawOnly
-			case *docSource:
-				got = x.rawOnly
-			case *orderedSource:
-				got = x.keyPath != nil
+		te.withPlan("idx", c.q, params, nil, func(src querySource, plan sourcePlan) {
+			got := parsesNoDocument(src)
+			if o, ok := src.(*orderedSource); ok {
+				got = o.keyPath != nil
 			}
 			if got != c.rawOnly || plan.whereHolds != c.rawOnly {
 				t.Errorf("%s: reads raw only %v, WHERE holds %v; want %v", c.q, got, plan.whereHolds, c.rawOnly)
 			}
-			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 
@@ -413,35 +393,10 @@ func TestCountsParseNoDocument(t *testing.T) {
 		{"SELECT VALUE COUNT(c.id) FROM c", pk("p0"), false},
 		{"SELECT VALUE COUNT(1) FROM c WHERE c.kind != 'x'", nil, false},
 	} {
-		err := te.store.View(ctx, func(r kv.Reader) error {
-			s, err := te.scope(r, "db", "c", te.clock.Now().Unix())
-			if err != nil {
-				return err
-			}
-			q, err := parseStatement(c.text)
-			if err != nil {
-				return err
-			}
-			filter, _, err := s.filter(c.pk, true, Scope{})
-			if err != nil {
-				return err
-			}
-			src, _ := s.querySource(r, q, nil, s.partitionPlan(c.pk), s.pkEquality(c.pk), filter, 10)
-			defer src.close()
-			var got bool
-			switch x := src.(type) {
-			case *indexSource:
-				got = x.rawOnly
-			case *docSource:
-				got = x.rawOnly
-			}
-			if got != c.want {
+		te.withPlan("c", c.text, nil, c.pk, func(src querySource, _ sourcePlan) {
+			if got := parsesNoDocument(src); got != c.want {
 				t.Errorf("%s in %v: parses no document %v, want %v", c.text, c.pk, got, c.want)
 			}
-			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 }
