@@ -624,7 +624,7 @@ func (r *runner) prepare(ctx context.Context, t *target, wl workload) ([]opFunc,
 	var first *env
 	num := t.numbering(wl.container)
 	for i, cc := range ccs {
-		e := &env{cc: cc, opts: &r.opts, keys: r.keys, seq: &num.created, deleted: &num.deleted}
+		e := &env{cc: cc, opts: &r.opts, keys: r.keys, num: num}
 		if i == 0 {
 			first = e
 		}

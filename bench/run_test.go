@@ -90,8 +90,7 @@ func TestPhaseStopsWhenDrained(t *testing.T) {
 		t.Errorf("drained %v, %d ops, %d errors, %v RU: want drained after 50 ops and no error", res.drained, res.ops, res.errCount, res.ru)
 	}
 	// The delete workload ends when it has claimed every document created.
-	var created, deleted atomic.Int64
-	del := deleteOp(&env{opts: &Options{Partitions: 100}, seq: &created, deleted: &deleted})
+	del := deleteOp(&env{opts: &Options{Partitions: 100}, num: &numbering{}})
 	if _, err := del(context.Background(), &worker{}); !errors.Is(err, errNoneLeft) {
 		t.Errorf("delete with nothing created: %v, want errNoneLeft", err)
 	}

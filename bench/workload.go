@@ -28,10 +28,7 @@ type env struct {
 	cc   *azcosmos.ContainerClient
 	opts *Options
 	keys Keys
-	// seq numbers the documents the create and ttl workloads create in
-	// this container (one numbering per container and target), and deleted
-	// counts those the delete workload has claimed, in the same order.
-	seq, deleted *atomic.Int64
+	num  *numbering // of this container on this target, across its gateways
 }
 
 // The workloads that address existing documents share the "data" container:
@@ -90,7 +87,7 @@ func createOp(ttl int) func(e *env) opFunc {
 	return func(e *env) opFunc {
 		secs := ttl * int(e.opts.TTL.Seconds())
 		return func(ctx context.Context, w *worker) (float64, error) {
-			n := int(e.seq.Add(1))
+			n := int(e.num.created.Add(1))
 			body := appendDocument(nil, n, e.opts.Partitions, 0, secs, e.opts.DocSize)
 			r, err := e.cc.CreateItem(ctx, azcosmos.NewPartitionKeyString(docPK(n, e.opts.Partitions)), body, nil)
 			return float64(r.RequestCharge), err
@@ -152,8 +149,8 @@ var errNoneLeft = errors.New("no documents left")
 // on the same target, oldest first, until none is left (errNoneLeft).
 func deleteOp(e *env) opFunc {
 	return func(ctx context.Context, w *worker) (float64, error) {
-		n := int(e.deleted.Add(1))
-		if n > int(e.seq.Load()) {
+		n := int(e.num.deleted.Add(1))
+		if n > int(e.num.created.Load()) {
 			return 0, errNoneLeft
 		}
 		r, err := e.cc.DeleteItem(ctx, azcosmos.NewPartitionKeyString(docPK(n, e.opts.Partitions)), docID(n), nil)

@@ -133,7 +133,7 @@ func appendCompositeEntry(b []byte, coll [8]byte, ord int, paths [][]string, o *
 			b = append(b, tagContainer)
 			return binary.BigEndian.AppendUint64(b, seq)
 		}
-		b = appendValue(b, indexedValue(v))
+		b = appendIndexedValue(b, v)
 	}
 	return binary.BigEndian.AppendUint64(b, seq)
 }
@@ -184,9 +184,9 @@ next:
 				continue next
 			}
 			used[i] = true
-			prefix = appendValue(prefix, indexedValue(v))
+			prefix = appendIndexedValue(prefix, v)
 		}
-		p := &orderedPlan{path: first.Path, desc: first.Desc, prefix: prefix, composite: true}
+		p := &orderedPlan{path: first.Path, desc: first.Desc, prefix: prefix}
 		// WHERE holds for every entry when it is nothing but equalities the
 		// prefix fixes over values the index holds whole (not for the
 		// tail's documents, see orderedSource.keyOnly).

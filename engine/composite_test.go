@@ -230,7 +230,7 @@ func (te *testEngine) readsComposite(coll, text string, p lethe.PartitionKey) bo
 	var uses bool
 	te.withPlan(coll, text, nil, p, func(src querySource, _ sourcePlan) {
 		o, ok := src.(*orderedSource)
-		uses = ok && o.plan.composite
+		uses = ok && o.plan.composite()
 	})
 	return uses
 }
@@ -444,7 +444,7 @@ func TestCompositeWhereHolds(t *testing.T) {
 	} {
 		te.withPlan("composite", c.text, nil, pk("p4"), func(src querySource, plan sourcePlan) {
 			o, ok := src.(*orderedSource)
-			if !ok || !o.plan.composite {
+			if !ok || !o.plan.composite() {
 				t.Errorf("%q does not read the composite index", c.text)
 				return
 			}

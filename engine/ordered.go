@@ -41,13 +41,15 @@ type orderedPlan struct {
 	// prefix is what the index's keys hold before the ordered value: the
 	// path's index prefix, or a composite index's prefix and the values
 	// its equalities fix (composite).
-	prefix    []byte
-	composite bool
-	specs     []string // a composite index's paths and the directions read
+	prefix []byte
+	specs  []string // a composite index's paths and the directions read; nil for a path index
 	// whereExact: every document the index yields satisfies the query's
 	// WHERE (see planComposite).
 	whereExact bool
 }
+
+// composite reports whether the plan reads a composite index.
+func (p *orderedPlan) composite() bool { return p.specs != nil }
 
 // planOrdered decides whether ORDER BY can read the index in order.
 func (s *scope) planOrdered(h query.Hints, filters []filterSpec) (*orderedPlan, bool) {
@@ -83,7 +85,6 @@ type orderedSource struct {
 	docReader // the index's documents
 	plan      *orderedPlan
 	filter    *docFilter
-	prefix    []byte
 
 	ranges []keyRange  // the plan's, narrowed by resume
 	ri     int         // next range
@@ -119,7 +120,7 @@ type orderedSource struct {
 // orderedSource returns the source of plan's documents in scope, whose first
 // lookup takes lookAhead documents (see newLookAhead).
 func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, part *indexPlan, filter *docFilter, lookAhead int) *orderedSource {
-	return &orderedSource{docReader: newDocReader(s, r, lookAhead), plan: plan, part: part, filter: filter, prefix: plan.prefix, ranges: plan.ranges}
+	return &orderedSource{docReader: newDocReader(s, r, lookAhead), plan: plan, part: part, filter: filter, ranges: plan.ranges}
 }
 
 // keyOnly returns plan, the source's plan for query q, with whereHolds set
@@ -165,9 +166,9 @@ func (x *orderedSource) resume(v jsonv.Value, undefined bool, seq uint64, tie bo
 	// The entries of v and of every value after it in the plan's direction.
 	// A string the index cuts starts its run of equal cut values, which is
 	// regrouped whole.
-	at := appendValue(slices.Clone(x.prefix), indexedValue(v))
+	at := appendValue(slices.Clone(x.plan.prefix), indexedValue(v))
 	from := at // where the read starts among v's entries
-	if tie && !maybeCut(at[len(x.prefix):]) {
+	if tie && !maybeCut(at[len(x.plan.prefix):]) {
 		from = binary.BigEndian.AppendUint64(slices.Clone(at), seq)
 		x.resumeTies = from
 	}
@@ -251,12 +252,12 @@ func (x *orderedSource) readTiesForwards(enc []byte) bool {
 		return false // nextEntry finds the end again
 	}
 	key := it.Key()
-	if len(key) < len(x.prefix)+8 || !bytes.Equal(key[len(x.prefix):len(key)-8], enc) {
+	if len(key) < len(x.plan.prefix)+8 || !bytes.Equal(key[len(x.plan.prefix):len(key)-8], enc) {
 		x.peeked = &peekedEntry{append([]byte(nil), key...), append([]byte(nil), it.Value()...)}
 		return false
 	}
 	x.scanned++
-	start := append(slices.Clone(x.prefix), enc...)
+	start := append(slices.Clone(x.plan.prefix), enc...)
 	x.closeIter(it)
 	x.it = nil
 	x.tiesStart = start
@@ -320,7 +321,7 @@ func (x *orderedSource) next() (candidate, bool, error) {
 				return candidate{}, false, x.err
 			}
 			x.scanned++
-			enc := key[len(x.prefix) : len(key)-8]
+			enc := key[len(x.plan.prefix) : len(key)-8]
 			if len(enc) > 0 && enc[0] == tagContainer {
 				return candidate{}, false, errUnorderable
 			}
@@ -361,7 +362,7 @@ func (x *orderedSource) regroup(enc []byte, first candidate) []candidate {
 		if !ok {
 			break
 		}
-		if !bytes.Equal(key[len(x.prefix):len(key)-8], enc) {
+		if !bytes.Equal(key[len(x.plan.prefix):len(key)-8], enc) {
 			x.peeked = &peekedEntry{append([]byte(nil), key...), append([]byte(nil), value...)}
 			break
 		}

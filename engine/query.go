@@ -186,8 +186,9 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	if err != nil {
 		return QueryPage{}, err
 	}
-	part := s.partitionPlan(opts.PK)
-	src, plan := s.querySource(r, q, opts.Params, part, s.pkEquality(opts.PK), filter, lookAhead)
+	pkEq := s.pkEquality(opts.PK)
+	part := s.partitionPlanOf(pkEq)
+	src, plan := s.querySource(r, q, opts.Params, part, pkEq, filter, lookAhead)
 	execute := func(src querySource, plan sourcePlan) (*query.Page, error) {
 		if tok.Cursor != nil {
 			if seq, ok := q.ResumeSeq(tok.Cursor); ok {
@@ -220,7 +221,7 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 		spent.Add(w)
 		o.close()
 		s.unordered = true
-		src, plan = s.querySource(r, q, opts.Params, part, s.pkEquality(opts.PK), filter, lookAhead)
+		src, plan = s.querySource(r, q, opts.Params, part, pkEq, filter, lookAhead)
 		page, err = execute(src, plan)
 	}
 	defer src.close()
@@ -257,7 +258,7 @@ const firstPlanBudget = 256
 // the source is not such a plan.
 func budgeted(src querySource, part *indexPlan) *orderedSource {
 	x, ok := src.(*orderedSource)
-	if !ok || part == nil || x.plan.composite || slices.Equal(part.spec.path, x.plan.path) {
+	if !ok || part == nil || x.plan.composite() || slices.Equal(part.spec.path, x.plan.path) {
 		return nil // a composite index fixes the partition: its read is a page
 	}
 	x.budget = firstPlanBudget
@@ -441,11 +442,13 @@ func (s *scope) equalityRace(r kv.Reader, plan *indexPlan, filters []filterSpec,
 // or its first component undefined (documents without the path have no
 // entry), or when the index leaves the path out.
 func (s *scope) partitionPlan(pk lethe.PartitionKey) *indexPlan {
-	if !s.c.indexUsable() {
-		return nil
-	}
-	eq := s.pkEquality(pk)
-	if eq == nil {
+	return s.partitionPlanOf(s.pkEquality(pk))
+}
+
+// partitionPlanOf is partitionPlan for the equality eq a partition key
+// implies (pkEquality; nil for none).
+func (s *scope) partitionPlanOf(eq *filterSpec) *indexPlan {
+	if eq == nil || !s.c.indexUsable() {
 		return nil
 	}
 	plan, _ := s.planIndex([]filterSpec{*eq})

@@ -352,14 +352,18 @@ const maxIndexedString = 128
 
 // appendIndexKey appends the index entry of value v at path to b.
 func appendIndexKey(b []byte, coll [8]byte, path []string, v jsonv.Value, seq uint64) []byte {
-	b = appendIndexPrefix(b, coll, path)
+	b = appendIndexedValue(appendIndexPrefix(b, coll, path), v)
+	return binary.BigEndian.AppendUint64(b, seq)
+}
+
+// appendIndexedValue appends v as index entries hold it: strings cut to
+// maxIndexedString bytes (see indexedValue).
+func appendIndexedValue(b []byte, v jsonv.Value) []byte {
 	if s, ok := v.(string); ok {
 		// Cut without boxing the cut string into a jsonv.Value again.
-		b = appendString(b, cutIndexedString(s))
-	} else {
-		b = appendValue(b, v)
+		return appendString(b, cutIndexedString(s))
 	}
-	return binary.BigEndian.AppendUint64(b, seq)
+	return appendValue(b, v)
 }
 
 // indexedValue is the value an index entry records: strings are cut to

@@ -50,6 +50,32 @@ func runPages(t *testing.T, q *Query, mk func() *countingSource, size int, sorte
 	return nil, 0
 }
 
+// byNumber returns sources of docs (document i has seq i+1) sorted by their
+// number at name in the direction desc says, ties in seq order, as an index
+// in order yields them.
+func byNumber(docs []*jsonv.Object, name string, desc bool) func() *countingSource {
+	idx := make([]int, len(docs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool {
+		ai, _ := docs[idx[i]].Get(name)
+		aj, _ := docs[idx[j]].Get(name)
+		if desc {
+			return ai.(jsonv.Number).Float64() > aj.(jsonv.Number).Float64()
+		}
+		return ai.(jsonv.Number).Float64() < aj.(jsonv.Number).Float64()
+	})
+	return func() *countingSource {
+		s := &sliceSource{}
+		for _, i := range idx {
+			s.docs = append(s.docs, docs[i])
+			s.seqs = append(s.seqs, uint64(i+1))
+		}
+		return &countingSource{sliceSource: s}
+	}
+}
+
 // TestSortedByFirstKey: an ORDER BY over a source sorted by the first key gives
 // exactly the rows of the unsorted run, reading about the page's worth of
 // documents instead of all of them.
@@ -60,27 +86,7 @@ func TestSortedByFirstKey(t *testing.T) {
 		o, _ := jsonv.ParseObject([]byte(fmt.Sprintf(`{"id":"d%d","a":%d,"b":"%c"}`, i, rng.IntN(300), 'a'+rune(rng.IntN(5)))))
 		docs = append(docs, o)
 	}
-	byA := func(desc bool) func() *countingSource {
-		sorted := slices.Clone(docs)
-		sort.SliceStable(sorted, func(i, j int) bool {
-			ai, _ := sorted[i].Get("a")
-			aj, _ := sorted[j].Get("a")
-			if desc {
-				return ai.(jsonv.Number).Float64() > aj.(jsonv.Number).Float64()
-			}
-			return ai.(jsonv.Number).Float64() < aj.(jsonv.Number).Float64()
-		})
-		return func() *countingSource {
-			// Keep each document's own seq: the source order differs from seq order.
-			s := &sliceSource{}
-			for _, d := range sorted {
-				idx := slices.Index(docs, d)
-				s.docs = append(s.docs, d)
-				s.seqs = append(s.seqs, uint64(idx+1))
-			}
-			return &countingSource{sliceSource: s}
-		}
-	}
+	byA := func(desc bool) func() *countingSource { return byNumber(docs, "a", desc) }
 	plain := func() *countingSource { return &countingSource{sliceSource: newSliceSource(docs)} }
 	for _, c := range []struct {
 		q    string
@@ -118,29 +124,7 @@ func TestTiesInSeqOrder(t *testing.T) {
 		o, _ := jsonv.ParseObject([]byte(fmt.Sprintf(`{"id":"d%d","a":%d,"b":"%c","t":[%d,%d]}`, i, i%5, 'a'+rune(i%3), i%7, i%4)))
 		docs = append(docs, o)
 	}
-	byA := func(desc bool) func() *countingSource {
-		idx := make([]int, len(docs))
-		for i := range idx {
-			idx[i] = i
-		}
-		// a in the query's direction, ties in seq (index) order.
-		sort.SliceStable(idx, func(i, j int) bool {
-			ai, _ := docs[idx[i]].Get("a")
-			aj, _ := docs[idx[j]].Get("a")
-			if desc {
-				return ai.(jsonv.Number).Float64() > aj.(jsonv.Number).Float64()
-			}
-			return ai.(jsonv.Number).Float64() < aj.(jsonv.Number).Float64()
-		})
-		return func() *countingSource {
-			s := &sliceSource{}
-			for _, i := range idx {
-				s.docs = append(s.docs, docs[i])
-				s.seqs = append(s.seqs, uint64(i+1))
-			}
-			return &countingSource{sliceSource: s}
-		}
-	}
+	byA := func(desc bool) func() *countingSource { return byNumber(docs, "a", desc) }
 	plain := func() *countingSource { return &countingSource{sliceSource: newSliceSource(docs)} }
 	run := func(q *Query, mk func() *countingSource, size int, sorted, ties bool) []string {
 		var rows []string
