@@ -106,15 +106,24 @@ type orderedSource struct {
 	tail       recordSource // the undefined documents, once the index is done
 	part       *indexPlan   // the partition's list, when scoped to one (see partitionPlan)
 	// budget, when positive, is how many index entries the source may read
-	// before it counts the entries of part, the partition's list, up to
-	// what the budget would pay for their lookups: if they are all counted,
-	// the source fails with errOverBudget, for the page to read the
-	// partition instead (see planOrPartition); otherwise it goes on with
-	// four times the budget.
-	budget  int
-	peeked  *peekedEntry
-	done    bool
-	scanned int // index entries read so far
+	// before it counts the entries of alt, the list it races (see
+	// raceOrdered), up to what the budget would pay for reading them
+	// instead: if they are all counted, the source fails with
+	// errOverBudget, for the page to read that list instead; otherwise it
+	// goes on with four times the budget.
+	budget int
+	alt    []keyRange
+	// altCost is how many of the source's index entries one of alt's is
+	// worth: raceLookupCost for a partition's list, where the read rules
+	// out other partitions' entries without a lookup but each of the
+	// list's is a lookup; 1 for an equality's, where both are lookups.
+	altCost int
+	// altSource builds what reads alt, for the page to go on with once the
+	// budget is spent.
+	altSource func() (querySource, sourcePlan)
+	peeked    *peekedEntry
+	done      bool
+	scanned   int // index entries read so far
 }
 
 // orderedSource returns the source of plan's documents in scope, whose first
@@ -147,7 +156,7 @@ func (x *orderedSource) keyOnly(q *query.Query, plan sourcePlan) sourcePlan {
 var errUnorderable = errors.New("engine: an ordered read met an object or array")
 
 // errOverBudget is a source's failure once it has read its budget of
-// index entries (see planOrPartition).
+// index entries (see raceOrdered).
 var errOverBudget = errors.New("engine: the plan read its budget of index entries")
 
 // resume starts the read at the documents whose first ORDER BY key is v,
@@ -302,7 +311,7 @@ func (x *orderedSource) Next() (*jsonv.Object, uint64, bool, error) {
 func (x *orderedSource) next() (candidate, bool, error) {
 	for {
 		if x.budget > 0 && x.scanned >= x.budget {
-			n, small, err := countEntries(x.r, x.part.ranges[0], x.filter, x.budget/raceLookupCost)
+			n, small, err := countRanges(x.r, x.alt, x.filter, x.budget/x.altCost)
 			x.scanned += n
 			switch {
 			case err != nil:

@@ -12,7 +12,7 @@ import (
 // ordered index could serve, reads the index in order while that is cheap
 // and the partition whole when its documents lie far down the index; a
 // range scoped to a partition is gathered from the index while that is cheap
-// and read from the partition otherwise (planOrPartition). Pages are the ones a scan gives, whichever way is
+// and read from the partition otherwise (raceOrdered). Pages are the ones a scan gives, whichever way is
 // taken, and the charge stays within a small multiple of the cheaper way.
 func TestPartitionOrderBy(t *testing.T) {
 	te := newTestEngine(t)

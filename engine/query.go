@@ -208,8 +208,8 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	}
 	var page *query.Page
 	var spent ru.Query // the work of abandoned attempts
-	if o := budgeted(src, part); o != nil {
-		page, src, plan, spent, err = s.planOrPartition(r, o, plan, part, filter, lookAhead, execute)
+	if o := s.budgeted(r, src, part, filter, lookAhead); o != nil {
+		page, src, plan, spent, err = raceOrdered(o, plan, execute)
 	} else {
 		page, err = execute(src, plan)
 	}
@@ -247,37 +247,46 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	return out, nil
 }
 
-// firstPlanBudget is the index entries a partition's ORDER BY may read in
-// the index's order before it first looks at the partition's size (see
-// planOrPartition).
+// firstPlanBudget is the index entries an ORDER BY may read in the index's
+// order before it first counts the list it races (see raceOrdered).
 const firstPlanBudget = 256
 
 // budgeted returns, for a query scoped to a partition whose list is part
 // (see partitionPlan; nil for none) and whose source reads an ORDER BY in
-// index order, the source with a budget (see orderedSource.budget); nil when
-// the source is not such a plan.
-func budgeted(src querySource, part *indexPlan) *orderedSource {
+// index order, the source with a budget against the partition's list (see
+// raceOrdered); the source as it is when it already races an equality's
+// list (see orderedOverEquality); nil when the source is not such a plan.
+func (s *scope) budgeted(r kv.Reader, src querySource, part *indexPlan, filter *docFilter, lookAhead int) *orderedSource {
 	x, ok := src.(*orderedSource)
-	if !ok || part == nil || x.plan.composite() || slices.Equal(part.spec.path, x.plan.path) {
+	if !ok {
+		return nil
+	}
+	if x.budget > 0 {
+		return x // it races an equality's list
+	}
+	if part == nil || x.plan.composite() || slices.Equal(part.spec.path, x.plan.path) {
 		return nil // a composite index fixes the partition: its read is a page
 	}
-	x.budget = firstPlanBudget
+	x.budget, x.alt, x.altCost = firstPlanBudget, part.ranges, raceLookupCost
+	x.altSource = func() (querySource, sourcePlan) {
+		return s.indexSource(r, part, filter, lookAhead), sourcePlan{path: x.plan.path}
+	}
 	return x
 }
 
-// planOrPartition runs a page of an ORDER BY scoped to the partition whose
-// list is part that
-// the ordered index serves: the index yields documents in order, so a page
-// usually reads a page, but the partition's documents may lie far down the
-// index, among every other partition's, while the partition itself is
-// small enough to read whole and sort. Each time the ordered read has used
-// its budget of entries, it counts the partition's, up to what the budget
-// would pay for their lookups, and gives up for the partition when they are
-// all counted; else it goes on with four times the budget. The work is a
-// small multiple of the cheaper way, and the work of the abandoned read is
-// charged.
-func (s *scope) planOrPartition(r kv.Reader, o *orderedSource, plan sourcePlan, part *indexPlan, filter *docFilter, lookAhead int,
-	execute func(querySource, sourcePlan) (*query.Page, error)) (*query.Page, querySource, sourcePlan, ru.Query, error) {
+// raceOrdered runs a page of an ORDER BY that the index serves in order,
+// racing a list that holds every document the query may return: the
+// partition's, when the query is scoped to one, or an equality's (see
+// orderedOverEquality). The index yields documents in order, so a page
+// usually reads a page, but the documents the query wants may lie far down
+// the index, among every other partition's or every document the equality
+// rules out, while the list is short enough to read whole and sort. Each
+// time the ordered read has used its budget of entries, it counts the
+// list's, up to what the budget would pay for reading them instead, and
+// gives up for the list when they are all counted; else it goes on with four
+// times the budget. The work is a small multiple of the cheaper way, and the
+// work of the abandoned read is charged.
+func raceOrdered(o *orderedSource, plan sourcePlan, execute func(querySource, sourcePlan) (*query.Page, error)) (*query.Page, querySource, sourcePlan, ru.Query, error) {
 	page, err := execute(o, plan)
 	if !errors.Is(err, errOverBudget) {
 		return page, o, plan, ru.Query{}, err
@@ -287,29 +296,32 @@ func (s *scope) planOrPartition(r kv.Reader, o *orderedSource, plan sourcePlan, 
 	spent, _ := o.work()
 	spent.IndexEntries = o.entriesRead()
 	o.close()
-	src := s.indexSource(r, part, filter, lookAhead)
-	p := sourcePlan{path: o.plan.path}
+	src, p := o.altSource()
 	page, err = execute(src, p)
 	return page, src, p, spent, err
 }
 
-// countEntries counts the entries of kr in filter, reading at most max+1 of
-// them: complete reports that the range held at most max. read is the
+// countRanges counts the entries of ranges in filter, reading at most max+1
+// of them: complete reports that the ranges held at most max. read is the
 // entries read.
-func countEntries(r kv.Reader, kr keyRange, filter *docFilter, max int) (read int, complete bool, err error) {
-	it := r.Scan(kr.start, kr.end, false)
+func countRanges(r kv.Reader, ranges []keyRange, filter *docFilter, max int) (read int, complete bool, err error) {
 	in := 0
-	for in <= max && it.Next() {
-		read++
-		if filter.match(it.Value()) {
-			in++
+	for _, kr := range ranges {
+		it := r.Scan(kr.start, kr.end, false)
+		for in <= max && it.Next() {
+			read++
+			if filter.match(it.Value()) {
+				in++
+			}
+		}
+		if err := it.Close(); err != nil {
+			return read, false, err
+		}
+		if in > max {
+			return read, false, nil
 		}
 	}
-	complete = in <= max
-	if err := it.Close(); err != nil {
-		return read, false, err
-	}
-	return read, complete, nil
+	return read, true, nil
 }
 
 // pkScope returns the key prefix of the documents a request's partition key
@@ -350,17 +362,9 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 		plan, usable := s.planIndex(filters)
 		// An equality or IN lookup is usually narrower than reading in order.
 		if usable && plan.spec.kind <= filterIn {
-			src := s.indexSource(r, plan, filter, lookAhead)
-			sp := sourcePlan{path: plan.spec.path}
-			if src.race = s.equalityRace(r, plan, filters, part, filter); src.race != nil {
-				return src, sp // a candidate from another list needs WHERE
-			}
-			// A WHERE that is this one lookup, over values the index holds
-			// exactly, holds for every document it yields: SELECT * then
-			// returns their stored JSON without parsing it, and a count
-			// counts them without parsing them.
-			if h.Conjuncts == 1 && len(h.Where) == 1 && exactLookup(plan.spec) && (q.ReadsOnlyRaw() || q.ReadsNoDocument()) {
-				sp.whereHolds, src.rawOnly = true, true
+			src, sp := s.equalitySource(r, q, h, plan, filters, part, filter, lookAhead)
+			if o := s.orderedOverEquality(r, h, filters, plan, src, sp, part, filter, lookAhead); o != nil {
+				return o, sourcePlan{path: o.plan.path, sorted: true}
 			}
 			return src, sp
 		}
@@ -382,6 +386,61 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 	src := s.inOrder(r, part, filter, lookAhead, rawOnly)
 	src.seek(0)
 	return src, sourcePlan{whereHolds: rawOnly}
+}
+
+// equalitySource returns the source of plan, an equality or IN lookup, and
+// how it reads: in a race with the lists of the query's other equalities
+// and of the partition, if any (see equalityRace).
+func (s *scope) equalitySource(r kv.Reader, q *query.Query, h query.Hints, plan *indexPlan, filters []filterSpec, part *indexPlan, filter *docFilter, lookAhead int) (*indexSource, sourcePlan) {
+	src := s.indexSource(r, plan, filter, lookAhead)
+	sp := sourcePlan{path: plan.spec.path}
+	if src.race = s.equalityRace(r, plan, filters, part, filter); src.race != nil {
+		return src, sp // a candidate from another list needs WHERE
+	}
+	// A WHERE that is this one lookup, over values the index holds exactly,
+	// holds for every document it yields: SELECT * then returns their
+	// stored JSON without parsing it, and a count counts them without
+	// parsing them.
+	if h.Conjuncts == 1 && len(h.Where) == 1 && exactLookup(plan.spec) && (q.ReadsOnlyRaw() || q.ReadsNoDocument()) {
+		sp.whereHolds, src.rawOnly = true, true
+	}
+	return src, sp
+}
+
+// orderedOverEquality returns, for a query that orders by an indexed path
+// and whose WHERE has an equality or IN, plan, the source that reads the
+// ORDER BY's index in order and races plan's list (see raceOrdered): with
+// "WHERE c.status = 'open' ORDER BY c._ts DESC" the equality may select a
+// quarter of a large container, every document of which it would read and
+// sort, where the ordered read finds a page after about four pages of
+// entries. A list of at most raceFirstBudget documents is read and sorted
+// without a race: "WHERE c.id = @id ORDER BY c._ts" reads one entry. Nil
+// when the list is that short, or the query does not order by an indexed
+// path, or it is scoped to a partition or holds other equalities (their
+// races pick the shortest list), or the race is already lost (s.unordered).
+// src and sp are plan's source and how it reads (equalitySource), which the
+// race falls back to.
+func (s *scope) orderedOverEquality(r kv.Reader, h query.Hints, filters []filterSpec, plan *indexPlan, src *indexSource, sp sourcePlan,
+	part *indexPlan, filter *docFilter, lookAhead int) *orderedSource {
+	if part != nil || src.race != nil || s.unordered {
+		return nil
+	}
+	op, ok := s.planOrdered(h, filters)
+	if !ok {
+		return nil
+	}
+	o := s.orderedSource(r, op, part, filter, lookAhead)
+	if op.spec != nil && slices.Equal(op.spec.path, plan.spec.path) {
+		return o // the ordered read reads the equality's own entries
+	}
+	read, short, err := countRanges(r, plan.ranges, filter, raceFirstBudget)
+	if err != nil || short {
+		return nil // an error shows again when the list is read
+	}
+	o.scanned = read // charged with the read, should the race abandon it
+	o.budget, o.alt, o.altCost = firstPlanBudget, plan.ranges, 1
+	o.altSource = func() (querySource, sourcePlan) { return src, sp }
+	return o
 }
 
 // inOrder returns the source of the documents in filter in insertion order,
