@@ -96,8 +96,22 @@ func TestIndexedQueriesEqualScans(t *testing.T) {
 		"SELECT c.id, c.m FROM c WHERE c.m = -0.0",
 		"SELECT c.id, c.m FROM c WHERE c.m = 9007199254740993",
 		"SELECT c.id, c.m FROM c WHERE c.m IN (5, -4, 2.5)",
+		// LIKE: a prefix, or an equality without wildcards
+		"SELECT c.id FROM c WHERE c.s LIKE 'c%'",
+		"SELECT c.id, c.s FROM c WHERE c.s LIKE 'a_' AND c.n < 10",
+		"SELECT c.id FROM c WHERE c.s LIKE 'b3'",
+		"SELECT c.id, c.m FROM c WHERE c.m LIKE '" + strings.Repeat("L", 129) + "%'",
+		"SELECT c.id FROM c WHERE c.m LIKE 'a!%' ESCAPE '!' OR c.m LIKE 'a'",
+		"SELECT c.id FROM c WHERE c.v LIKE @like",
+		// an OR of equalities on one path, an IN
+		"SELECT c.id, c.n FROM c WHERE c.n = 3 OR c.n = 17 OR c.n IN (4, 5)",
+		"SELECT c.id FROM c WHERE (c.v = 'a' OR c.v = null) AND c.o.w = 1",
+		"SELECT c.id, c.m FROM c WHERE c.m = 5 OR c.m = 'ab' ORDER BY c.m DESC",
+		// an equality and ORDER BY on another path: read in order, racing
+		"SELECT c.id, c.m FROM c WHERE c.v = 'a' ORDER BY c.m DESC",
+		"SELECT c.id, c.m FROM c WHERE c.n IN (1, 2, 3, 4, 5, 6, 7, 8) ORDER BY c.m DESC",
 	}
-	params := map[string]jsonv.Value{"n": jsonv.Number("4")}
+	params := map[string]jsonv.Value{"n": jsonv.Number("4"), "like": "a%"}
 	for _, q := range queries {
 		want := te.queryAll("scan", q, params, 1000)
 		for _, size := range []int{1, 3, 50} {

@@ -2,6 +2,7 @@ package query
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -149,6 +150,7 @@ func FuzzExecute(f *testing.F) {
 		if want == nil {
 			return
 		}
+		checkHints(t, q, docs, opts)
 		if again := unpaged(); !equalRows(again, want) {
 			return // RAND(): the statement's rows differ from one run to the next
 		}
@@ -175,4 +177,50 @@ func FuzzExecute(f *testing.F) {
 			t.Fatalf("paged:\n%s\nunpaged:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	})
+}
+
+// checkHints fails unless each equality, IN and prefix hint of q holds for
+// every document that gives a row when it is the only one: hints must be
+// necessary conditions (see Hints), or the engine's index would leave out
+// documents the query returns.
+func checkHints(t *testing.T, q *Query, docs []*jsonv.Object, opts ExecOptions) {
+	t.Helper()
+	h := q.Hints(opts.Params)
+	if h.Aggregate {
+		return // an aggregate gives a row without any document
+	}
+	for i, d := range docs {
+		page, err := q.Execute(newSliceSource(docs[i:i+1]), opts)
+		if err != nil || len(page.Rows) == 0 {
+			continue
+		}
+		for _, w := range h.Where {
+			if !hintHolds(w, d) {
+				t.Fatalf("document %d gives rows %q, but fails the hint %+v", i, page.Rows, w)
+			}
+		}
+	}
+}
+
+// hintHolds reports whether d satisfies hint w; ranges and IS_DEFINED are
+// taken to hold.
+func hintHolds(w Hint, d *jsonv.Object) bool {
+	var v jsonv.Value = d
+	for _, name := range w.Path {
+		o, ok := v.(*jsonv.Object)
+		if !ok {
+			return false
+		}
+		if v, ok = o.Get(name); !ok {
+			return false
+		}
+	}
+	switch w.Kind {
+	case HintEq, HintIn:
+		return slices.ContainsFunc(w.Values, func(x jsonv.Value) bool { return jsonv.Equal(v, x) })
+	case HintPrefix:
+		s, ok := v.(string)
+		return ok && strings.HasPrefix(s, w.Values[0].(string))
+	}
+	return true
 }

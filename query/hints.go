@@ -250,7 +250,12 @@ func (a *hintAnalyzer) hint(x Expr) (Hint, bool) {
 		return Hint{Path: path, Kind: HintEq, Values: []jsonv.Value{true}}, true
 	}
 	switch y := x.(type) {
+	case *ParenExpr:
+		return a.hint(y.X)
 	case *BinaryExpr:
+		if y.Op == OR {
+			return a.anyOf(y)
+		}
 		op, ok := flipped[y.Op]
 		if !ok {
 			return Hint{}, false
@@ -304,6 +309,8 @@ func (a *hintAnalyzer) hint(x Expr) (Hint, bool) {
 			return Hint{}, false
 		}
 		return Hint{Path: path, Kind: HintRange, Lo: lo, Hi: hi, HasLo: true, HasHi: true, LoIncl: true, HiIncl: true}, true
+	case *LikeExpr:
+		return a.likeHint(y)
 	case *CallExpr:
 		name := strings.ToUpper(y.Fun.Name)
 		if len(y.Args) == 0 {
@@ -329,6 +336,62 @@ func (a *hintAnalyzer) hint(x Expr) (Hint, bool) {
 		}
 	}
 	return Hint{}, false
+}
+
+// anyOf is the hint of an OR whose every side is an equality or IN on one
+// path: an IN of all their values, which the index serves as it serves IN
+// ("c.user = 'a' OR c.user = 'b'"). An OR of anything else gives none.
+func (a *hintAnalyzer) anyOf(x *BinaryExpr) (Hint, bool) {
+	l, lok := a.hint(x.X)
+	r, rok := a.hint(x.Y)
+	if !lok || !rok || !slices.Equal(l.Path, r.Path) || !l.Kind.oneOf() || !r.Kind.oneOf() {
+		return Hint{}, false
+	}
+	return Hint{Path: l.Path, Kind: HintIn, Values: append(slices.Clip(l.Values), r.Values...)}, true
+}
+
+// oneOf reports whether a hint of kind k holds its path to a list of values.
+func (k HintKind) oneOf() bool { return k == HintEq || k == HintIn }
+
+// likeHint is the hint of X LIKE pattern: the pattern's literal characters
+// before its first wildcard are a prefix every match starts with ("c.name
+// LIKE 'ab%'" is STARTSWITH(c.name, 'ab')), and a pattern without wildcards
+// is an equality. None for NOT LIKE, a pattern that starts with a wildcard,
+// or one that is not a constant string.
+func (a *hintAnalyzer) likeHint(x *LikeExpr) (Hint, bool) {
+	path, ok := a.path(x.X)
+	if !ok || x.Not {
+		return Hint{}, false
+	}
+	v, ok := a.constant(x.Pattern)
+	pattern, isString := v.(string)
+	if !ok || !isString {
+		return Hint{}, false
+	}
+	var escape rune = -1
+	if x.Escape != nil {
+		s, _ := x.Escape.Value.(string)
+		for _, r := range s {
+			escape = r
+			break
+		}
+	}
+	var prefix strings.Builder
+	literal := true // no wildcard at all
+	for _, it := range compileLike(pattern, escape) {
+		if it.kind != likeChar {
+			literal = false
+			break
+		}
+		prefix.WriteRune(it.char)
+	}
+	switch {
+	case literal:
+		return Hint{Path: path, Kind: HintEq, Values: []jsonv.Value{prefix.String()}}, true
+	case prefix.Len() == 0:
+		return Hint{}, false
+	}
+	return Hint{Path: path, Kind: HintPrefix, Values: []jsonv.Value{prefix.String()}}, true
 }
 
 // NeedsQueryPlan reports whether the rows this query gives over several
