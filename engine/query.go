@@ -374,7 +374,10 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 		}
 		if usable {
 			src := s.indexSource(r, plan, filter, lookAhead)
-			if part != nil && !slices.Equal(part.spec.path, plan.spec.path) {
+			switch {
+			case part == nil:
+				src.gr = newScanRace(r, s.rid)
+			case !slices.Equal(part.spec.path, plan.spec.path):
 				src.gr = newGatherRace(r, part.ranges[0])
 			}
 			return src, sourcePlan{path: plan.spec.path}

@@ -107,6 +107,9 @@ func BenchmarkQueryFirstPage(b *testing.B) {
 		{"scan-reference", "SELECT * FROM c", nil},
 		{"partition-scan", "SELECT * FROM c", lethe.PartitionKey{"p142"}},
 		{"in-2x100matches", "SELECT * FROM c WHERE c.pk IN ('p42', 'p7')", nil},
+		// ranges over the whole container: most of it, and a tenth
+		{"range-most", "SELECT * FROM c WHERE c.t >= 1000", nil},
+		{"range-tenth", "SELECT * FROM c WHERE c.t < 10000", nil},
 	}
 	for _, q := range queries {
 		b.Run(q.name, func(b *testing.B) {

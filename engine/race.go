@@ -58,8 +58,12 @@ func (t *raceTurns) spend(read int, lookup bool, n int) bool {
 // (an equality's value, each value of an IN, a partition), each in sequence
 // order, merged, read from sequence number from on.
 type raceSide struct {
-	r       kv.Reader
-	ranges  []keyRange
+	r      kv.Reader
+	ranges []keyRange
+	// inOrder: the ranges hold insertion-order entries (O), whose values
+	// carry the document's suffix after its size; index lists' values are
+	// the suffix.
+	inOrder bool
 	cursors []raceCursor
 	from    uint64
 	opened  bool
@@ -149,7 +153,13 @@ func (rs *raceSide) step() (seq uint64, value []byte, read int, ok bool, err err
 		return 0, nil, read, false, nil
 	}
 	rs.last, rs.stepped = low.seq, true
-	return low.seq, low.it.Value(), read, true, nil
+	value = low.it.Value()
+	if rs.inOrder {
+		if value, _, _, err = decodeOrderValue(value, nil); err != nil {
+			return 0, nil, read, false, err
+		}
+	}
+	return low.seq, value, read, true, nil
 }
 
 // advance moves c to its range's next entry, counting it in *read.
@@ -197,13 +207,16 @@ func (rc *equalityRace) close() {
 
 // gatherRace serves a plan whose entries are not in sequence order (a
 // range, a prefix: gathered whole and sorted before the first candidate)
-// in a query scoped to a partition. Gathering reads the plan's entries of
-// every partition; the partition's list, in sequence order, yields a page
-// after about a page of its documents when they match, but every one of
-// them when few do. So the two take turns of doubling budgets, as in
-// equalityRace: the partition's turns return candidates in order, the
+// in a query scoped to a partition, or over the whole container.
+// Gathering reads the plan's entries of every partition; the partition's
+// list, or the container's documents in insertion order, yield a page
+// after about a page of documents when they match, but every one of them
+// when few do. So the two take turns of doubling budgets, as in
+// equalityRace: the list's turns return candidates in order, the
 // gathering's collect; once the gathering is complete, the gathered
-// candidates continue after the last one the partition returned.
+// candidates continue after the last one the list returned. "WHERE c._ts >
+// @since" over most of a container thus reads about a page of documents
+// for a page, and over a few of them about their index entries.
 type gatherRace struct {
 	part  raceSide
 	ri    int         // the plan's next range to gather
@@ -215,6 +228,14 @@ type gatherRace struct {
 
 func newGatherRace(r kv.Reader, partition keyRange) *gatherRace {
 	return &gatherRace{part: raceSide{r: r, ranges: []keyRange{partition}}, turns: newRaceTurns()}
+}
+
+// newScanRace returns the gatherRace of a plan over the whole of container
+// coll, whose other side reads its documents in insertion order.
+func newScanRace(r kv.Reader, coll [8]byte) *gatherRace {
+	order := collKey(pfxOrder, coll)
+	all := keyRange{order, kv.PrefixEnd(order)}
+	return &gatherRace{part: raceSide{r: r, ranges: []keyRange{all}, inOrder: true}, turns: newRaceTurns()}
 }
 
 // seek restarts at sequence number seq; what was gathered stays.

@@ -219,3 +219,81 @@ func TestGatherRaceSeeks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRangeRacesTheScan: a range over a whole container (no partition key
+// in the request) races the gathering of its index entries with the
+// container's documents in insertion order (newScanRace): a range that
+// most documents match yields its first page after a few pages of
+// entries, one that few match after about their entries, and either way
+// every page is a scan's, across replaces and deletes that move documents
+// in and out of the range.
+func TestRangeRacesTheScan(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", "")
+	te.mustContainer("scan", `"indexingPolicy":{"indexingMode":"none","automatic":false}`)
+	body := func(i, v int) string {
+		opt := ""
+		if i%5 == 0 {
+			opt = `,"opt":1`
+		}
+		return fmt.Sprintf(`{"id":"d%d","pk":"p%d","t":%d,"s":"x%d"%s}`, i, i%17, v, v, opt)
+	}
+	for i := range 3000 {
+		for _, coll := range []string{"c", "scan"} {
+			if _, err := te.CreateDocument(ctx, DocRef{DB: "db", Coll: coll, PK: pk(fmt.Sprintf("p%d", i%17))}, []byte(body(i, i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		text       string
+		maxEntries int
+	}{
+		{"SELECT * FROM c WHERE c.t >= 100", 500},  // gathered alone: 2,900 entries
+		{"SELECT * FROM c WHERE c.t >= 2990", 100}, // the gathering ends first
+		{"SELECT * FROM c WHERE IS_DEFINED(c.opt)", 500},
+	} {
+		te.withPlan("c", c.text, nil, nil, func(src querySource, _ sourcePlan) {
+			x := src.(*indexSource)
+			for range 10 {
+				if _, ok, err := x.next(); err != nil || !ok {
+					t.Fatalf("%q: %v, %v", c.text, ok, err)
+				}
+			}
+			if n := x.entriesRead(); n > c.maxEntries {
+				t.Errorf("%q: the first 10 candidates read %d entries, want at most %d", c.text, n, c.maxEntries)
+			}
+		})
+	}
+	// Replaces move documents across the ranges' bounds; deletes leave gaps.
+	for i := 0; i < 3000; i += 7 {
+		for _, coll := range []string{"c", "scan"} {
+			r := DocRef{DB: "db", Coll: coll, PK: pk(fmt.Sprintf("p%d", i%17)), ID: fmt.Sprintf("d%d", i)}
+			var err error
+			if i%2 == 0 {
+				_, err = te.ReplaceDocument(ctx, r, []byte(body(i, 3000-i)), Conditions{})
+			} else {
+				_, err = te.DeleteDocument(ctx, r, Conditions{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, text := range []string{
+		"SELECT c.id, c.t FROM c WHERE c.t >= 100",
+		"SELECT c.id FROM c WHERE c.t BETWEEN 1000 AND 1100",
+		"SELECT c.id FROM c WHERE c.t < 40",
+		"SELECT c.id FROM c WHERE STARTSWITH(c.s, 'x1')",
+		"SELECT c.id FROM c WHERE IS_DEFINED(c.opt) AND c.t > 500",
+		"SELECT VALUE COUNT(1) FROM c WHERE c.t > 2000",
+	} {
+		want := te.queryAll("scan", text, nil, 1000)
+		for _, size := range []int{7, 100} {
+			if got := te.queryAll("c", text, nil, size); !slices.Equal(got, want) {
+				t.Errorf("%s, page size %d:\n indexed (%d rows) %.300v\n scan    (%d rows) %.300v", text, size, len(got), got, len(want), want)
+			}
+		}
+	}
+}
