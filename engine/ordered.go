@@ -52,7 +52,7 @@ type orderedPlan struct {
 func (p *orderedPlan) composite() bool { return p.specs != nil }
 
 // planOrdered decides whether ORDER BY can read the index in order.
-func (s *scope) planOrdered(h query.Hints, filters []filterSpec) (*orderedPlan, bool) {
+func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec) (*orderedPlan, bool) {
 	if len(h.OrderBy) == 0 {
 		return nil, false
 	}
@@ -72,12 +72,35 @@ func (s *scope) planOrdered(h query.Hints, filters []filterSpec) (*orderedPlan, 
 			return p, true
 		}
 	}
-	if !first.Desc && !alwaysDefined(first.Path) {
+	if !first.Desc && !alwaysDefined(first.Path) && !s.definedInEvery(r, prefix) {
 		return nil, false
 	}
 	p.ranges = []keyRange{{prefix, kv.PrefixEnd(prefix)}}
-	p.tail = !alwaysDefined(first.Path)
+	p.tail = first.Desc && !alwaysDefined(first.Path)
 	return p, true
+}
+
+// definedInEvery reports whether every document the container stores has
+// a value at the path whose index entries lie under prefix, so that an
+// ascending read of them misses no document (one without the value sorts
+// first, and has no entry). A document has one entry at a path where it
+// has a value (a scalar's, or the marker of an object or array), and the
+// container's usage tally counts its stored documents, expired or not, as
+// the index holds them: the two counts are equal exactly when none lacks
+// the value. Counting reads every entry, a small part of what reading and
+// sorting every document costs ("ORDER BY c.name" over a container where
+// every document has a name).
+func (s *scope) definedInEvery(r kv.Reader, prefix []byte) bool {
+	stored, err := readTally(r, collKey(pfxUsage, s.rid))
+	if err != nil || stored.count <= 0 {
+		return false
+	}
+	it := r.Scan(prefix, kv.PrefixEnd(prefix), false)
+	var n int64
+	for n <= stored.count && it.Next() {
+		n++
+	}
+	return it.Close() == nil && n == stored.count
 }
 
 // orderedSource yields the documents of an ordered plan.

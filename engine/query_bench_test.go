@@ -69,6 +69,7 @@ func BenchmarkQuery(b *testing.B) {
 		{"in-100rows", "SELECT * FROM c WHERE c.k IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)"},
 		{"orderby-desc-limit10", "SELECT c.id, c.t FROM c ORDER BY c.t DESC OFFSET 0 LIMIT 10"},
 		{"orderby-range-limit10", "SELECT c.id, c.t FROM c WHERE c.t >= 0 ORDER BY c.t OFFSET 0 LIMIT 10"},
+		{"orderby-asc-limit10", "SELECT c.id, c.t FROM c ORDER BY c.t OFFSET 0 LIMIT 10"},
 		{"like-prefix", "SELECT * FROM c WHERE c.name LIKE 'user 4242%'"},
 		{"or-equalities", "SELECT * FROM c WHERE c.k = 4242 OR c.k = 17"},
 	}

@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lethe-db/lethe"
+)
+
+// TestAscendingWhenEveryDocumentHasThePath: ORDER BY on a path that not
+// every document need have reads the index ascending when every stored
+// document has it (definedInEvery), and sorts them all otherwise, since a
+// document without the path sorts first and has no entry. Every page is a
+// scan's as documents without the path, expired ones and arrays come and
+// go.
+func TestAscendingWhenEveryDocumentHasThePath(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("idx", `"defaultTtl":-1`)
+	te.mustContainer("scan", `"defaultTtl":-1,"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/name/?"}]}`)
+	names := []string{`"ann"`, `"bob"`, `"Cy"`, `3`, `-1.5`, `null`, `true`, `false`, `""`,
+		`"` + strings.Repeat("L", 130) + `b"`, `"` + strings.Repeat("L", 130) + `a"`}
+	write := func(id, p, body string) {
+		t.Helper()
+		for _, coll := range []string{"idx", "scan"} {
+			if _, err := te.UpsertDocument(ctx, DocRef{DB: "db", Coll: coll, PK: lethe.PartitionKey{p}}, []byte(body), Conditions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	remove := func(id, p string) {
+		t.Helper()
+		for _, coll := range []string{"idx", "scan"} {
+			if _, err := te.DeleteDocument(ctx, ref(coll, id, p), Conditions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range 300 {
+		p := fmt.Sprintf("p%d", i%5)
+		write(fmt.Sprintf("d%d", i), p, fmt.Sprintf(`{"id":"d%d","pk":%q,"name":%s}`, i, p, names[(i*7)%len(names)]))
+	}
+	sorted := func() bool {
+		var ok bool
+		te.withPlan("idx", "SELECT * FROM c ORDER BY c.name", nil, nil, func(_ querySource, plan sourcePlan) { ok = plan.sorted })
+		return ok
+	}
+	check := func(stage string, wantSorted bool) {
+		t.Helper()
+		if got := sorted(); got != wantSorted {
+			t.Errorf("%s: the ascending ORDER BY reads the index in order: %v, want %v", stage, got, wantSorted)
+		}
+		for _, c := range []struct {
+			text string
+			pk   lethe.PartitionKey
+		}{
+			{"SELECT c.id, c.name FROM c ORDER BY c.name", nil},
+			{"SELECT TOP 5 c.id FROM c ORDER BY c.name ASC", nil},
+			{"SELECT c.id FROM c ORDER BY c.name OFFSET 100 LIMIT 10", nil},
+			{"SELECT c.id, c.name FROM c ORDER BY c.name", lethe.PartitionKey{"p3"}},
+		} {
+			want, _ := te.allPages("scan", QueryOptions{Text: c.text, PK: c.pk, MaxItems: 1000})
+			for _, size := range []int{7, 100} {
+				got, _ := te.allPages("idx", QueryOptions{Text: c.text, PK: c.pk, MaxItems: size})
+				if g, w := slices.Concat(got...), slices.Concat(want...); !slices.Equal(g, w) {
+					t.Errorf("%s: %q in %v, page size %d:\n index %.300v\n scan  %.300v", stage, c.text, c.pk, size, g, w)
+				}
+			}
+		}
+	}
+	check("every document has a name", true)
+	write("none", "p3", `{"id":"none","pk":"p3"}`)
+	check("one without", false)
+	remove("none", "p3")
+	check("it is deleted", true)
+	write("short", "p3", `{"id":"short","pk":"p3","ttl":5}`)
+	te.clock.Advance(10 * time.Second)
+	check("one without has expired, not yet purged", false)
+	if _, err := te.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("it is purged", true)
+	write("arr", "p1", `{"id":"arr","pk":"p1","name":["x"]}`)
+	check("an array where the others have scalars", true)
+}
