@@ -72,6 +72,13 @@ func TestAscendingWhenEveryDocumentHasThePath(t *testing.T) {
 		}
 	}
 	check("every document has a name", true)
+	// Scoped to a partition, the partition's documents are sorted rather
+	// than every entry of the container counted.
+	te.withPlan("idx", "SELECT * FROM c ORDER BY c.name", nil, lethe.PartitionKey{"p3"}, func(_ querySource, plan sourcePlan) {
+		if plan.sorted {
+			t.Error("an ascending ORDER BY in a partition reads the index in order")
+		}
+	})
 	write("none", "p3", `{"id":"none","pk":"p3"}`)
 	check("one without", false)
 	remove("none", "p3")

@@ -51,8 +51,12 @@ type orderedPlan struct {
 // composite reports whether the plan reads a composite index.
 func (p *orderedPlan) composite() bool { return p.specs != nil }
 
-// planOrdered decides whether ORDER BY can read the index in order.
-func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec) (*orderedPlan, bool) {
+// planOrdered decides whether ORDER BY can read the index in order. part is
+// the partition's list when the query is scoped to one (nil otherwise):
+// there an ascending read on a path that a document may lack is not
+// planned, since proving that none lacks it reads the path's entries of
+// the whole container, where the partition's documents may be few to sort.
+func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec, part *indexPlan) (*orderedPlan, bool) {
 	if len(h.OrderBy) == 0 {
 		return nil, false
 	}
@@ -72,7 +76,7 @@ func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec) (*
 			return p, true
 		}
 	}
-	if !first.Desc && !alwaysDefined(first.Path) && !s.definedInEvery(r, prefix) {
+	if !first.Desc && !alwaysDefined(first.Path) && (part != nil || !s.definedInEvery(r, prefix)) {
 		return nil, false
 	}
 	p.ranges = []keyRange{{prefix, kv.PrefixEnd(prefix)}}

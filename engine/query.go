@@ -368,7 +368,7 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 			}
 			return src, sp
 		}
-		if op, ok := s.planOrdered(r, h, filters); ok && !s.unordered {
+		if op, ok := s.planOrdered(r, h, filters, part); ok && !s.unordered {
 			src := s.orderedSource(r, op, part, filter, lookAhead)
 			return src, src.keyOnly(q, sourcePlan{path: op.path, sorted: true})
 		}
@@ -428,7 +428,7 @@ func (s *scope) orderedOverEquality(r kv.Reader, h query.Hints, filters []filter
 	if part != nil || src.race != nil || s.unordered {
 		return nil
 	}
-	op, ok := s.planOrdered(r, h, filters)
+	op, ok := s.planOrdered(r, h, filters, part)
 	if !ok {
 		return nil
 	}
