@@ -24,6 +24,8 @@
 //	query-order    SELECT * FROM c ORDER BY c._ts DESC in one partition, the first page of 10;
 //	               a run that includes it gives the data container a composite index on
 //	               /pk and /_ts, as a container serving that query would have
+//	query-range    SELECT * FROM c WHERE c.k >= @k across partitions, k a random
+//	               document's (half the documents match, on average), the first page of 10
 //	mixed          80% point reads, 20% upserts
 //	ttl            creates of documents that carry a short ttl, so the purge runs all along
 //	ttl-sustained  the ttl workload's creates, in a container of its own, sampled

@@ -31,7 +31,7 @@ const (
 
 // Workloads lists every workload, in the order they are described in the
 // package documentation.
-var Workloads = []string{"create", "read", "replace", "upsert", "patch", "delete", "query-pk", "query-cross", "query-list", "query-order", "mixed", "ttl", "ttl-sustained"}
+var Workloads = []string{"create", "read", "replace", "upsert", "patch", "delete", "query-pk", "query-cross", "query-list", "query-order", "query-range", "mixed", "ttl", "ttl-sustained"}
 
 // Options configure a benchmark run. A zero field takes its default.
 type Options struct {

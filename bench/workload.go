@@ -46,6 +46,7 @@ var workloads = map[string]workload{
 	"patch":         {name: "patch", container: "data", populated: true, write: true, newOp: patchOp},
 	"delete":        {name: "delete", container: "create", write: true, consumes: true, newOp: deleteOp},
 	"query-order":   {name: "query-order", container: "data", populated: true, newOp: queryOrderOp},
+	"query-range":   {name: "query-range", container: "data", populated: true, newOp: queryRangeOp},
 	"ttl":           {name: "ttl", container: "ttl", ttl: true, write: true, newOp: createOp(1)},
 	"ttl-sustained": {name: "ttl-sustained", container: "ttl-sustained", ttl: true, write: true, sustained: true, newOp: createOp(1)},
 }
@@ -210,6 +211,16 @@ func queryCrossOp(e *env) opFunc {
 	return func(ctx context.Context, w *worker) (float64, error) {
 		k := docK(e.keys.Next(w.rng))
 		return queryPage(ctx, e, w, "SELECT * FROM c WHERE c.k = @k", azcosmos.NewPartitionKey(), azcosmos.QueryParameter{Name: "@k", Value: k})
+	}
+}
+
+// queryRangeOp reads the first page of 10 of the documents whose k is at
+// least a random document's, across partitions: on average half the
+// container matches, as in "changed since" or "priced above" queries.
+func queryRangeOp(e *env) opFunc {
+	return func(ctx context.Context, w *worker) (float64, error) {
+		k := docK(e.keys.Next(w.rng))
+		return queryPage(ctx, e, w, "SELECT * FROM c WHERE c.k >= @k", azcosmos.NewPartitionKey(), azcosmos.QueryParameter{Name: "@k", Value: k})
 	}
 }
 

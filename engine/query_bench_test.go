@@ -369,3 +369,37 @@ func BenchmarkEqualityOrderBy(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRangeFirstPage is the first page of 10 of a range over a whole
+// container of 30,000 documents of a kilobyte, whose matches lie where
+// insertion order puts them: late ("n", which grows with insertion, as a
+// creation time or a counter does) or spread over the container ("u", a
+// permutation, as prices or scores are). Gathering the range's entries
+// costs about its matches; the container in insertion order costs a page
+// when the matches are spread, and every earlier document when they lie
+// late; the two race (newScanRace).
+//
+//	go test ./engine -run '^$' -bench RangeFirstPage -benchmem
+func BenchmarkRangeFirstPage(b *testing.B) {
+	e := benchEngine(b, false)
+	for i := range 30000 {
+		p := fmt.Sprintf("p%d", i%100)
+		body := fmt.Sprintf(`{"id":"d%d","pk":%q,"n":%d,"u":%d,"pad":"%0900d"}`, i, p, i, (i*7919)%30000, i)
+		if _, err := e.CreateDocument(ctx, DocRef{DB: "db", Coll: "c", PK: lethe.PartitionKey{p}}, []byte(body)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ name, text string }{
+		{"spread-half", "SELECT * FROM c WHERE c.u >= 15000"},
+		{"late-half", "SELECT * FROM c WHERE c.n >= 15000"},
+		{"late-tenth", "SELECT * FROM c WHERE c.n >= 27000"},
+		{"late-most", "SELECT * FROM c WHERE c.n >= 1000"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			if rows := benchPages(b, e, "c", QueryOptions{Text: c.text, MaxItems: 10}); rows != 10 {
+				b.Fatalf("%d rows, want 10", rows)
+			}
+		})
+	}
+}

@@ -239,9 +239,13 @@ func TestRangeRacesTheScan(t *testing.T) {
 		}
 		return fmt.Sprintf(`{"id":"d%d","pk":"p%d","t":%d,"s":"x%d"%s}`, i, i%17, v, v, opt)
 	}
-	for i := range 3000 {
+	// t is a permutation of 0..5999 that insertion order does not follow
+	// (a range of it is spread over the container, as prices or scores
+	// are; a creation time's range lies at its end, where the gathering
+	// wins the race).
+	for i := range 6000 {
 		for _, coll := range []string{"c", "scan"} {
-			if _, err := te.CreateDocument(ctx, DocRef{DB: "db", Coll: coll, PK: pk(fmt.Sprintf("p%d", i%17))}, []byte(body(i, i))); err != nil {
+			if _, err := te.CreateDocument(ctx, DocRef{DB: "db", Coll: coll, PK: pk(fmt.Sprintf("p%d", i%17))}, []byte(body(i, i*1919%6000))); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -250,9 +254,9 @@ func TestRangeRacesTheScan(t *testing.T) {
 		text       string
 		maxEntries int
 	}{
-		{"SELECT * FROM c WHERE c.t >= 100", 500},  // gathered alone: 2,900 entries
-		{"SELECT * FROM c WHERE c.t >= 2990", 100}, // the gathering ends first
-		{"SELECT * FROM c WHERE IS_DEFINED(c.opt)", 500},
+		{"SELECT * FROM c WHERE c.t >= 100", 2000}, // gathered alone: 5,900 entries
+		{"SELECT * FROM c WHERE c.t >= 5990", 100},  // the gathering ends first
+		{"SELECT * FROM c WHERE c.t < 5000", 2000},
 	} {
 		te.withPlan("c", c.text, nil, nil, func(src querySource, _ sourcePlan) {
 			x := src.(*indexSource)
@@ -267,12 +271,12 @@ func TestRangeRacesTheScan(t *testing.T) {
 		})
 	}
 	// Replaces move documents across the ranges' bounds; deletes leave gaps.
-	for i := 0; i < 3000; i += 7 {
+	for i := 0; i < 6000; i += 7 {
 		for _, coll := range []string{"c", "scan"} {
 			r := DocRef{DB: "db", Coll: coll, PK: pk(fmt.Sprintf("p%d", i%17)), ID: fmt.Sprintf("d%d", i)}
 			var err error
 			if i%2 == 0 {
-				_, err = te.ReplaceDocument(ctx, r, []byte(body(i, 3000-i)), Conditions{})
+				_, err = te.ReplaceDocument(ctx, r, []byte(body(i, 6000-i)), Conditions{})
 			} else {
 				_, err = te.DeleteDocument(ctx, r, Conditions{})
 			}
@@ -283,11 +287,11 @@ func TestRangeRacesTheScan(t *testing.T) {
 	}
 	for _, text := range []string{
 		"SELECT c.id, c.t FROM c WHERE c.t >= 100",
-		"SELECT c.id FROM c WHERE c.t BETWEEN 1000 AND 1100",
+		"SELECT c.id FROM c WHERE c.t BETWEEN 1000 AND 1300",
 		"SELECT c.id FROM c WHERE c.t < 40",
 		"SELECT c.id FROM c WHERE STARTSWITH(c.s, 'x1')",
 		"SELECT c.id FROM c WHERE IS_DEFINED(c.opt) AND c.t > 500",
-		"SELECT VALUE COUNT(1) FROM c WHERE c.t > 2000",
+		"SELECT VALUE COUNT(1) FROM c WHERE c.t > 4000",
 	} {
 		want := te.queryAll("scan", text, nil, 1000)
 		for _, size := range []int{7, 100} {
