@@ -255,7 +255,7 @@ func TestRangeRacesTheScan(t *testing.T) {
 		maxEntries int
 	}{
 		{"SELECT * FROM c WHERE c.t >= 100", 2000}, // gathered alone: 5,900 entries
-		{"SELECT * FROM c WHERE c.t >= 5990", 100},  // the gathering ends first
+		{"SELECT * FROM c WHERE c.t >= 5990", 100}, // the gathering ends first
 		{"SELECT * FROM c WHERE c.t < 5000", 2000},
 	} {
 		te.withPlan("c", c.text, nil, nil, func(src querySource, _ sourcePlan) {
