@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/kv/pebblekv"
+)
+
+// BenchmarkQueryShapes is the first page of 10 of the queries applications
+// commonly run across a container (ServeAll, as
+// --serve-all-cross-partition-queries serves them), over
+// LETHE_BENCH_QUERY_DOCS documents (default 100,000) in partitions of 100:
+// a status of four values, a user of 5,000, a number k that cycles through
+// 10,000 values, a number t that is a permutation spread over the
+// container, a score, a name and tags. A survey: a shape whose page costs
+// milliseconds reads every match or every document (counts, groups,
+// DISTINCT, CONTAINS and MAX do), where the others read about a page.
+//
+//	go test ./engine -run '^$' -bench QueryShapes -benchtime 5x
+func BenchmarkQueryShapes(b *testing.B) {
+	n := benchEnv("LETHE_BENCH_QUERY_DOCS", 100_000)
+	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := Open(context.Background(), Options{Store: store, DisableBackground: true, ServeAllCrossPartitionQueries: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { e.Close(); store.Close() }()
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"idx","partitionKey":{"paths":["/pk"]}}`)); err != nil {
+		b.Fatal(err)
+	}
+	statuses := []string{"open", "closed", "pending", "failed"}
+	ops := make([]BatchOp, 0, 100)
+	for i := 0; i < n; i += 100 {
+		ops = ops[:0]
+		p := fmt.Sprintf("p%d", i/100)
+		for j := i; j < min(n, i+100); j++ {
+			ops = append(ops, BatchOp{Type: "Create", Body: []byte(fmt.Sprintf(`{"id":"d%d","pk":"%s","k":%d,"t":%d,"status":"%s","user":"u%d","name":"user %d","tags":["a","b"],"score":%d.5}`, j, p, j%10_000, (j*7919)%n, statuses[j%4], j%5000, j, j%1000))})
+		}
+		if _, ok, err := e.ExecuteBatch(ctx, "db", "idx", lethe.PartitionKey{p}, ops); err != nil || !ok {
+			b.Fatalf("load: %v", err)
+		}
+	}
+	queries := []struct {
+		name, text string
+		pk         lethe.PartitionKey
+	}{
+		{"eq-status", "SELECT * FROM c WHERE c.status = 'open'", nil},
+		{"eq-status-order-ts", "SELECT * FROM c WHERE c.status = 'open' ORDER BY c._ts DESC", nil},
+		{"eq-status-order-t", "SELECT * FROM c WHERE c.status = 'open' ORDER BY c.t DESC", nil},
+		{"pk-eq-status-order-ts", "SELECT * FROM c WHERE c.status = 'open' ORDER BY c._ts DESC", lethe.PartitionKey{"p42"}},
+		{"top-user-order-t", "SELECT TOP 10 * FROM c WHERE c.user = 'u42' ORDER BY c.t DESC", nil},
+		{"range-t-order-t", "SELECT * FROM c WHERE c.t > 50000 ORDER BY c.t", nil},
+		{"range-t", "SELECT * FROM c WHERE c.t > 50000", nil},
+		{"range-k-order-t", "SELECT * FROM c WHERE c.k > 5000 ORDER BY c.t DESC", nil},
+		{"count-status", "SELECT VALUE COUNT(1) FROM c WHERE c.status = 'open'", nil},
+		{"count-all", "SELECT VALUE COUNT(1) FROM c", nil},
+		{"groupby-status", "SELECT c.status, COUNT(1) AS n FROM c GROUP BY c.status", nil},
+		{"startswith", "SELECT * FROM c WHERE STARTSWITH(c.name, 'user 4242')", nil},
+		{"array-contains", "SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, 'a')", nil},
+		{"offset-1000", "SELECT * FROM c ORDER BY c.t OFFSET 1000 LIMIT 10", nil},
+		{"in-status-order-ts", "SELECT * FROM c WHERE c.status IN ('open','closed') ORDER BY c._ts DESC", nil},
+		{"distinct-status", "SELECT DISTINCT VALUE c.status FROM c", nil},
+		{"eq-status-and-k", "SELECT * FROM c WHERE c.status = 'open' AND c.k = 4240", nil},
+		{"ne-status", "SELECT * FROM c WHERE c.status != 'open'", nil},
+		{"not-defined", "SELECT * FROM c WHERE NOT IS_DEFINED(c.missing)", nil},
+		{"like", "SELECT * FROM c WHERE c.name LIKE 'user 4242%'", nil},
+		{"contains", "SELECT * FROM c WHERE CONTAINS(c.name, '4242')", nil},
+		{"max-t", "SELECT VALUE MAX(c.t) FROM c", nil},
+		{"min-t-status", "SELECT VALUE MIN(c.t) FROM c WHERE c.status = 'open'", nil},
+		{"select-id-eq", "SELECT c.id FROM c WHERE c.status = 'open'", nil},
+		{"or-eq", "SELECT * FROM c WHERE c.user = 'u42' OR c.user = 'u43'", nil},
+		{"range-score", "SELECT * FROM c WHERE c.score >= 10 AND c.score < 20", nil},
+		{"order-two", "SELECT * FROM c ORDER BY c.status, c.t DESC", nil},
+		{"pk-order-t-two", "SELECT * FROM c ORDER BY c.status, c.t DESC", lethe.PartitionKey{"p42"}},
+		{"is-defined-order", "SELECT * FROM c WHERE IS_DEFINED(c.user) ORDER BY c.user", nil},
+	}
+	for _, q := range queries {
+		b.Run(q.name, func(b *testing.B) {
+			b.ReportAllocs()
+			rows := 0
+			for range b.N {
+				page, err := e.QueryDocuments(ctx, "db", "idx", QueryOptions{Text: q.text, PK: q.pk, MaxItems: 10, ServeAll: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows = len(page.Rows)
+			}
+			b.ReportMetric(float64(rows), "rows")
+		})
+	}
+}
