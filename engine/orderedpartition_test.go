@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/lethe-db/lethe"
@@ -63,19 +62,7 @@ func TestPartitionOrderBy(t *testing.T) {
 			"SELECT c.id, c.t FROM c WHERE c.t < 1000",
 		} {
 			for _, size := range []int{3, 50} {
-				var pages [4][][]string
-				var charges [4]float64
-				for i, name := range names {
-					pages[i], charges[i] = te.allPages(name, QueryOptions{Text: text, PK: lethe.PartitionKey{key}, MaxItems: size})
-				}
-				if len(slices.Concat(pages[0]...)) == 0 {
-					t.Fatalf("%s %q: no rows", key, text)
-				}
-				for i := 1; i < len(names); i++ {
-					if !slices.EqualFunc(pages[0], pages[i], slices.Equal) {
-						t.Fatalf("%s %q, page size %d: %s gives pages %.300v, %s %.300v", key, text, size, names[0], pages[0], names[i], pages[i])
-					}
-				}
+				charges := te.samePages(names, QueryOptions{Text: text, PK: lethe.PartitionKey{key}, MaxItems: size})
 				// The first attempt's budget of entries is paid even where
 				// the partition is cheaper: hence the constant.
 				if key == "old" && size == 50 && text == "SELECT c.id, c.t FROM c ORDER BY c.t DESC" && charges[0] > charges[1]/2 {

@@ -18,10 +18,10 @@ import (
 //
 // Compare ns/op of the index/… and scan/… runs of the same query.
 
-// queryBenchEngine loads the two containers and returns the engine and a
-// function that closes it and its store.
-func queryBenchEngine(b *testing.B) (*Engine, func()) {
-	n := benchEnv("LETHE_BENCH_QUERY_DOCS", 100_000)
+// openQueryBench returns an engine over an in-memory store, serving every
+// cross-partition query, with database "db", and a function that closes
+// them.
+func openQueryBench(b *testing.B) (*Engine, func()) {
 	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
 	if err != nil {
 		b.Fatal(err)
@@ -30,11 +30,18 @@ func queryBenchEngine(b *testing.B) (*Engine, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	closeAll := func() { e.Close(); store.Close() }
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
+		b.Fatal(err)
+	}
+	return e, func() { e.Close(); store.Close() }
+}
+
+// queryBenchEngine loads the two containers and returns the engine and a
+// function that closes it and its store.
+func queryBenchEngine(b *testing.B) (*Engine, func()) {
+	n := benchEnv("LETHE_BENCH_QUERY_DOCS", 100_000)
+	e, closeAll := openQueryBench(b)
 	{
-		if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
-			b.Fatal(err)
-		}
 		for _, c := range []string{
 			`{"id":"idx","partitionKey":{"paths":["/pk"]}}`,
 			`{"id":"scan","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"indexingMode":"none","automatic":false}}`,

@@ -1,12 +1,10 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	"github.com/lethe-db/lethe"
-	"github.com/lethe-db/lethe/kv/pebblekv"
 )
 
 // BenchmarkQueryShapes is the first page of 10 of the queries applications
@@ -22,18 +20,8 @@ import (
 //	go test ./engine -run '^$' -bench QueryShapes -benchtime 5x
 func BenchmarkQueryShapes(b *testing.B) {
 	n := benchEnv("LETHE_BENCH_QUERY_DOCS", 100_000)
-	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	e, err := Open(context.Background(), Options{Store: store, DisableBackground: true, ServeAllCrossPartitionQueries: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { e.Close(); store.Close() }()
-	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
-		b.Fatal(err)
-	}
+	e, closeAll := openQueryBench(b)
+	defer closeAll()
 	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"idx","partitionKey":{"paths":["/pk"]}}`)); err != nil {
 		b.Fatal(err)
 	}

@@ -152,6 +152,28 @@ func (te *testEngine) allPages(coll string, opts QueryOptions) ([][]string, floa
 	return nil, 0
 }
 
+// samePages reads every page of opts in each container of names, fails the
+// test unless each gives the first's pages (and the first gives some rows),
+// and returns the charge each took.
+func (te *testEngine) samePages(names []string, opts QueryOptions) []float64 {
+	te.t.Helper()
+	var first [][]string
+	charges := make([]float64, len(names))
+	for i, name := range names {
+		pages, charge := te.allPages(name, opts)
+		charges[i] = charge
+		switch {
+		case i == 0 && len(slices.Concat(pages...)) == 0:
+			te.t.Fatalf("%v %q: no rows", opts.PK, opts.Text)
+		case i == 0:
+			first = pages
+		case !slices.EqualFunc(first, pages, slices.Equal):
+			te.t.Fatalf("%v %q, page size %d: %s gives pages %.300v, %s %.300v", opts.PK, opts.Text, opts.MaxItems, names[0], first, name, pages)
+		}
+	}
+	return charges
+}
+
 // TestGatherRaceSeeks: a partition-scoped range source (gatherRace) yields
 // the partition's matches in sequence order, and after a seek, fresh or once
 // drained, the ones from that sequence number on.
