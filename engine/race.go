@@ -214,9 +214,11 @@ func (rc *equalityRace) close() {
 // when few do. So the two take turns of doubling budgets, as in
 // equalityRace: the list's turns return candidates in order, the
 // gathering's collect; once the gathering is complete, the gathered
-// candidates continue after the last one the list returned. "WHERE c._ts >
-// @since" over most of a container thus reads about a page of documents
-// for a page, and over a few of them about their index entries.
+// candidates continue after the last one the list returned. A range spread
+// over a container ("WHERE c.price >= @p") thus reads about a page of
+// documents for a page, and a narrow one about its index entries; one
+// whose matches lie late in insertion order (a creation time) costs up to
+// about twice its gathering (see scanLookupCost).
 type gatherRace struct {
 	part  raceSide
 	ri    int         // the plan's next range to gather

@@ -314,14 +314,6 @@ func (e *evaluator) evalLike(x *LikeExpr) (jsonv.Value, error) {
 	if !ok1 || !ok2 {
 		return undefined, nil
 	}
-	var esc rune = -1
-	if x.Escape != nil {
-		escape, _ := x.Escape.Value.(string)
-		for _, r := range escape {
-			esc = r
-			break
-		}
-	}
-	m := matchLike(s, p, esc)
+	m := matchLike(s, p, x.escape())
 	return m != x.Not, nil
 }

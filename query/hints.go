@@ -368,17 +368,9 @@ func (a *hintAnalyzer) likeHint(x *LikeExpr) (Hint, bool) {
 	if !ok || !isString {
 		return Hint{}, false
 	}
-	var escape rune = -1
-	if x.Escape != nil {
-		s, _ := x.Escape.Value.(string)
-		for _, r := range s {
-			escape = r
-			break
-		}
-	}
 	var prefix strings.Builder
 	literal := true // no wildcard at all
-	for _, it := range compileLike(pattern, escape) {
+	for _, it := range compileLike(pattern, x.escape()) {
 		if it.kind != likeChar {
 			literal = false
 			break

@@ -48,6 +48,17 @@ func (it *likeItem) matches(r rune) bool {
 	return false
 }
 
+// escape returns x's ESCAPE character, or -1 for none.
+func (x *LikeExpr) escape() rune {
+	if x.Escape != nil {
+		s, _ := x.Escape.Value.(string)
+		for _, r := range s {
+			return r
+		}
+	}
+	return -1
+}
+
 // compileLike splits pattern into items. escape is the ESCAPE character, or
 // -1 for none.
 func compileLike(pattern string, escape rune) []likeItem {
