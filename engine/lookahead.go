@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/ru"
+	"github.com/lethe-db/lethe/ttl"
 )
 
 // docReader is what the index and scan sources share: it looks their
@@ -23,8 +25,15 @@ type docReader struct {
 	// keyPath, when set, is the one path the executor reads besides Raw
 	// (query.Query.ReadsOnlyRawAndFirstKey): documents are yielded as an
 	// object holding only the value there, read without parsing the rest.
-	keyPath  []string
-	examined int // live documents taken
+	keyPath []string
+	// countOnly: the executor reads nothing of the documents (a count:
+	// query.Query.ReadsNoDocument, with no WHERE or one the index answers
+	// exactly), so candidates are yielded without a lookup but for those in
+	// expired, the seqs of the documents expired and not yet purged, which
+	// a lookup would have left out (see scope.countWithoutLookups).
+	countOnly bool
+	expired   map[uint64]struct{}
+	examined  int // live documents taken
 	charged  int // entries read to produce the candidates taken
 	loaded   int // bytes of the documents taken
 	raw      []byte
@@ -66,6 +75,9 @@ func (d *docReader) record(src candidates) (*docRecord, uint64, bool, error) {
 // parsed returns the next live document of src's candidates, parsed unless
 // rawOnly; false at the end.
 func (d *docReader) parsed(src candidates) (*jsonv.Object, uint64, bool, error) {
+	if d.countOnly {
+		return d.counted(src)
+	}
 	rec, seq, ok, err := d.record(src)
 	if err != nil || !ok {
 		return nil, 0, false, err
@@ -87,6 +99,66 @@ func (d *docReader) parsed(src candidates) (*jsonv.Object, uint64, bool, error) 
 		return nil, 0, false, err
 	}
 	return o, seq, true, nil
+}
+
+// reader returns d, for the sources that embed it.
+func (d *docReader) reader() *docReader { return d }
+
+// counted returns the next of src's candidates that has not expired, as a
+// document the executor does not look into (countOnly).
+func (d *docReader) counted(src candidates) (*jsonv.Object, uint64, bool, error) {
+	if d.err != nil {
+		return nil, 0, false, d.err
+	}
+	for {
+		c, ok, err := src.next()
+		if err != nil {
+			d.err = err
+			return nil, 0, false, err
+		}
+		d.charged = src.entriesRead()
+		if !ok {
+			return nil, 0, false, nil
+		}
+		if _, gone := d.expired[c.seq]; gone {
+			continue
+		}
+		d.examined++
+		return unparsed, c.seq, true, nil
+	}
+}
+
+// maxCountExpired bounds the expired documents not yet purged whose seqs a
+// count collects to count without lookups (countWithoutLookups): beyond
+// it, while the purge catches up, a count looks its documents up.
+const maxCountExpired = 4096
+
+// countWithoutLookups sets d, the reader of a source whose executor reads
+// nothing of the documents, to count its candidates without looking them
+// up (countOnly). A lookup would only leave out the documents that have
+// expired but are not yet purged: they are exactly those whose expiry
+// entries (T, X) lie at or below the scope's cutoffs, the rule the purge
+// and the usage tallies share, so their seqs are collected instead, unless
+// there are more than maxCountExpired (or reading them fails: the lookups
+// then meet the failure too).
+func (s *scope) countWithoutLookups(r kv.Reader, d *docReader) {
+	expired := map[uint64]struct{}{}
+	for _, kind := range []byte{pfxByTS, pfxByExpiry} {
+		cut := s.cutoff(kind)
+		if cut == ttl.NoCut {
+			continue
+		}
+		it := r.Scan(collKey(kind, s.rid), tsBound(kind, s.rid, cut+1), false)
+		for it.Next() && len(expired) <= maxCountExpired {
+			if k := it.Key(); len(k) >= 8 {
+				expired[binary.BigEndian.Uint64(k[len(k)-8:])] = struct{}{}
+			}
+		}
+		if it.Close() != nil || len(expired) > maxCountExpired {
+			return // the lookups decide
+		}
+	}
+	d.countOnly, d.expired = true, expired
 }
 
 // valueOnlyAt returns an object whose only value is v at path, or an empty

@@ -461,6 +461,7 @@ type recordSource interface {
 	querySource
 	nextRecord() (*docRecord, uint64, bool, error)
 	Raw() []byte
+	reader() *docReader
 }
 
 func (x *indexSource) close() {

@@ -387,6 +387,9 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 	// a count without WHERE counts the documents without parsing them.
 	rawOnly := !q.Filters() && (q.ReadsOnlyRaw() || q.ReadsNoDocument())
 	src := s.inOrder(r, part, filter, lookAhead, rawOnly)
+	if !q.Filters() && q.ReadsNoDocument() {
+		s.countWithoutLookups(r, src.reader())
+	}
 	src.seek(0)
 	return src, sourcePlan{whereHolds: rawOnly}
 }
@@ -406,6 +409,9 @@ func (s *scope) equalitySource(r kv.Reader, q *query.Query, h query.Hints, plan 
 	// parsing them.
 	if h.Conjuncts == 1 && len(h.Where) == 1 && exactLookup(plan.spec) && (q.ReadsOnlyRaw() || q.ReadsNoDocument()) {
 		sp.whereHolds, src.rawOnly = true, true
+		if q.ReadsNoDocument() {
+			s.countWithoutLookups(r, &src.docReader)
+		}
 	}
 	return src, sp
 }
