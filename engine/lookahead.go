@@ -34,10 +34,10 @@ type docReader struct {
 	countOnly bool
 	expired   map[uint64]struct{}
 	examined  int // live documents taken
-	charged  int // entries read to produce the candidates taken
-	loaded   int // bytes of the documents taken
-	raw      []byte
-	err      error
+	charged   int // entries read to produce the candidates taken
+	loaded    int // bytes of the documents taken
+	raw       []byte
+	err       error
 }
 
 func newDocReader(s *scope, r kv.Reader, lookAhead int) docReader {
