@@ -96,6 +96,11 @@ func TestIndexedQueriesEqualScans(t *testing.T) {
 		"SELECT c.id, c.m FROM c WHERE c.m = -0.0",
 		"SELECT c.id, c.m FROM c WHERE c.m = 9007199254740993",
 		"SELECT c.id, c.m FROM c WHERE c.m IN (5, -4, 2.5)",
+		// counts of entries: values that share a key count their documents once
+		"SELECT VALUE COUNT(1) FROM c WHERE c.m IN (5, 5.0, 5e0, 'a')",
+		"SELECT VALUE COUNT(1) FROM c WHERE c.m = 0 OR c.m = -0 OR c.m = 'ab'",
+		"SELECT VALUE COUNT(1) FROM c WHERE c.v = null",
+		"SELECT VALUE COUNT(1) FROM c",
 		// LIKE: a prefix, or an equality without wildcards
 		"SELECT c.id FROM c WHERE c.s LIKE 'c%'",
 		"SELECT c.id, c.s FROM c WHERE c.s LIKE 'a_' AND c.n < 10",
