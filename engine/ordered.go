@@ -84,6 +84,37 @@ func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec, pa
 	return p, true
 }
 
+// planMinMax returns the ordered read that answers MIN (ascending) or MAX
+// (descending) of path with its first row that passes WHERE (see
+// query.Query.MinMaxPath): documents without the path have no entry, and
+// MIN and MAX skip them. A WHERE conjunct on the path narrows the read to
+// its ranges. Nil when the path is not indexed, or when a document holds an
+// object or array there (the index does not order them, and they make MIN
+// and MAX undefined).
+func (s *scope) planMinMax(r kv.Reader, path []string, max bool, filters []filterSpec) *orderedPlan {
+	if !s.l.index.indexed(path) {
+		return nil
+	}
+	prefix := indexPrefix(s.rid, path)
+	p := &orderedPlan{path: path, desc: max, prefix: prefix, ranges: []keyRange{{prefix, kv.PrefixEnd(prefix)}}}
+	for i, f := range filters {
+		if !slices.Equal(f.path, path) || p.spec != nil {
+			continue
+		}
+		if ranges, ok := indexRanges(s.rid, f); ok {
+			slices.SortFunc(ranges, func(a, b keyRange) int { return bytes.Compare(a.start, b.start) })
+			p.ranges, p.spec = ranges, &filters[i]
+		}
+	}
+	markers := append(slices.Clip(prefix), tagContainer)
+	it := r.Scan(markers, kv.PrefixEnd(markers), false)
+	found := it.Next()
+	if it.Close() != nil || found {
+		return nil
+	}
+	return p
+}
+
 // definedInEvery reports whether every document the container stores has
 // a value at the path whose index entries lie under prefix, so that an
 // ascending read of them misses no document (one without the value sorts

@@ -204,6 +204,7 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 			Params: opts.Params, Now: precise, PageSize: pageSize(opts.MaxItems),
 			After: tok.Cursor, Emitted: tok.Emitted, WorkLimit: queryWorkLimit,
 			SortedByFirstKey: plan.sorted, TiesInSeqOrder: plan.sorted, Unordered: plan.sorted, WhereHolds: plan.whereHolds,
+			FirstRowDecides: plan.firstDecides,
 		})
 	}
 	var page *query.Page
@@ -353,6 +354,13 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 	if s.c.indexUsable() {
 		h := q.Hints(params)
 		filters := filtersFromHints(h)
+		// MIN or MAX of an indexed path: its first document in the path's
+		// order that passes WHERE decides.
+		if path, max, ok := q.MinMaxPath(); ok && !s.unordered {
+			if src, sp, ok := s.minMaxSource(r, q, h, filters, path, max, part, filter, lookAhead); ok {
+				return src, sp
+			}
+		}
 		// A composite index reads about a page, where an equality reads
 		// every document it selects to sort them.
 		if cp, ok := s.planComposite(h, filters, pk); ok && !s.unordered {
@@ -442,14 +450,50 @@ func (s *scope) orderedOverEquality(r kv.Reader, h query.Hints, filters []filter
 	if op.spec != nil && slices.Equal(op.spec.path, plan.spec.path) {
 		return o // the ordered read reads the equality's own entries
 	}
+	if !raceList(r, o, plan, src, sp, filter) {
+		return nil
+	}
+	return o
+}
+
+// raceList sets o, a read in order, to race plan's list, an equality's or
+// IN's, which src reads as sp says (see raceOrdered); false, leaving o as
+// it was, when the list holds at most raceFirstBudget documents, which are
+// then best read at once (or reading it fails: reading it again fails too).
+func raceList(r kv.Reader, o *orderedSource, plan *indexPlan, src querySource, sp sourcePlan, filter *docFilter) bool {
 	read, short, err := countRanges(r, plan.ranges, filter, raceFirstBudget)
 	if err != nil || short {
-		return nil // an error shows again when the list is read
+		return false
 	}
 	o.scanned = read // charged with the read, should the race abandon it
 	o.budget, o.alt, o.altCost = firstPlanBudget, plan.ranges, 1
 	o.altSource = func() (querySource, sourcePlan) { return src, sp }
-	return o
+	return true
+}
+
+// minMaxSource returns the source of a query whose aggregates are MIN, or
+// MAX, of path (query.Query.MinMaxPath): the read in the path's order
+// whose first row that passes WHERE decides (planMinMax), racing the list
+// of an equality or IN on another path when WHERE has one ("MIN(c.t) WHERE
+// c.status = 'open'"; a short list is read at once, as are the lists of a
+// partition's equality race). False when the index cannot serve it.
+func (s *scope) minMaxSource(r kv.Reader, q *query.Query, h query.Hints, filters []filterSpec, path []string, max bool,
+	part *indexPlan, filter *docFilter, lookAhead int) (querySource, sourcePlan, bool) {
+	op := s.planMinMax(r, path, max, filters)
+	if op == nil {
+		return nil, sourcePlan{}, false
+	}
+	o := s.orderedSource(r, op, part, filter, lookAhead)
+	sp := sourcePlan{path: path, firstDecides: true}
+	eq, usable := s.planIndex(filters)
+	if !usable || eq.spec.kind > filterIn || slices.Equal(eq.spec.path, path) {
+		return o, sp, true
+	}
+	src, esp := s.equalitySource(r, q, h, eq, filters, part, filter, lookAhead)
+	if part != nil || src.race != nil || !raceList(r, o, eq, src, esp, filter) {
+		return src, esp, true
+	}
+	return o, sp, true
 }
 
 // inOrder returns the source of the documents in filter in insertion order,
@@ -554,6 +598,9 @@ type sourcePlan struct {
 	composite  []string // the composite index read, as index metrics name it
 	sorted     bool
 	whereHolds bool
+	// firstDecides: the source yields documents in the order in which the
+	// first row decides MIN or MAX (query.ExecOptions.FirstRowDecides).
+	firstDecides bool
 }
 
 // exactLookup reports whether an equality or IN filter selects through the

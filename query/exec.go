@@ -83,6 +83,11 @@ type ExecOptions struct {
 	// documents, written in the same second as hundreds of others, cost a
 	// page.
 	TiesInSeqOrder bool
+	// FirstRowDecides says the documents come in the order of the path
+	// MinMaxPath names, ascending for MIN and descending for MAX, with equal
+	// values in ascending seq: the first row that passes WHERE then decides
+	// every aggregate, and Execute reads no further.
+	FirstRowDecides bool
 	// WhereHolds says every document the source yields satisfies the
 	// top-level WHERE clause (the engine's index answers it exactly), which
 	// Execute then does not evaluate; ignored for queries with JOIN or
@@ -193,7 +198,7 @@ func (q *Query) Execute(src Source, opts ExecOptions) (*Page, error) {
 			}
 		}
 	}
-	rows, more, err := ex.run(in, runOpts{after: after, skip: skip, want: want, ordered: !opts.Unordered, sortedFirst: opts.SortedByFirstKey, tiesBySeq: opts.TiesInSeqOrder})
+	rows, more, err := ex.run(in, runOpts{after: after, skip: skip, want: want, ordered: !opts.Unordered, sortedFirst: opts.SortedByFirstKey, tiesBySeq: opts.TiesInSeqOrder, firstDecides: opts.FirstRowDecides})
 	if si != nil {
 		page.Examined = si.examined
 	}

@@ -384,3 +384,38 @@ func rowsText(rows [][]byte) []string {
 	}
 	return out
 }
+
+// TestMinMaxPath: queries whose every aggregate is MIN, or every one MAX,
+// of one document path, over whole documents without GROUP BY, JOIN or
+// ORDER BY, name the path; any other query does not.
+func TestMinMaxPath(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		path string
+		max  bool
+		ok   bool
+	}{
+		{"SELECT VALUE MAX(c.t) FROM c", "t", true, true},
+		{"SELECT VALUE MIN(c.a.b) FROM c WHERE c.x = 1", "a.b", false, true},
+		{"SELECT MAX(c.t) AS hi, MAX(c['t']) AS again FROM c", "t", true, true},
+		{"SELECT VALUE MIN(r.t) FROM root r", "t", false, true},
+		{"SELECT MIN(c.t) AS lo, MAX(c.t) AS hi FROM c", "", false, false},
+		{"SELECT VALUE MAX(c.t) FROM c GROUP BY c.k", "", false, false},
+		{"SELECT VALUE MAX(c.t + 1) FROM c", "", false, false},
+		{"SELECT VALUE MAX(c.t) FROM c JOIN x IN c.xs", "", false, false},
+		{"SELECT VALUE MAX(x.t) FROM x IN c.xs", "", false, false},
+		{"SELECT VALUE MAX(k.t) FROM c.kids k", "", false, false},
+		{"SELECT VALUE COUNT(c.t) FROM c", "", false, false},
+		{"SELECT c.t FROM c", "", false, false},
+		{"SELECT VALUE MAX(c.t) FROM c WHERE c.a > 1 OR c.b", "t", true, true},
+	} {
+		q, err := Parse(c.text)
+		if err != nil {
+			t.Fatalf("%s: %v", c.text, err)
+		}
+		path, max, ok := q.MinMaxPath()
+		if ok != c.ok || ok && (strings.Join(path, ".") != c.path || max != c.max) {
+			t.Errorf("%s: MinMaxPath %v %v %v, want %s %v %v", c.text, path, max, ok, c.path, c.max, c.ok)
+		}
+	}
+}

@@ -338,6 +338,34 @@ func (a *hintAnalyzer) hint(x Expr) (Hint, bool) {
 	return Hint{}, false
 }
 
+// MinMaxPath reports whether every aggregate of the query is MIN, or every
+// one MAX, of one document path (returned, with whether they are MAX), in a
+// query over whole documents with no GROUP BY, JOIN or ORDER BY. Over
+// documents that come in that path's order, ascending for MIN and
+// descending for MAX, with equal values in ascending seq, the first row
+// that passes WHERE decides them all (ExecOptions.FirstRowDecides): MIN and
+// MAX skip documents without the path, and keep, of equal values, the
+// first row's.
+func (q *Query) MinMaxPath() (path []string, max bool, ok bool) {
+	s := q.stmt
+	if s.plan != planAggregate || len(s.aggs) == 0 || s.From == nil || s.From.In || len(s.Joins) > 0 || len(s.OrderBy) > 0 {
+		return nil, false, false
+	}
+	if _, whole := s.From.X.(*Ident); !whole {
+		return nil, false, false
+	}
+	a := hintAnalyzer{root: s.From.Alias.Name}
+	name := s.aggs[0].Name
+	for _, agg := range s.aggs {
+		p, isPath := a.path(agg.Arg)
+		if agg.Name != name || name != "MIN" && name != "MAX" || !isPath || path != nil && !slices.Equal(p, path) {
+			return nil, false, false
+		}
+		path = p
+	}
+	return path, name == "MAX", true
+}
+
 // anyOf is the hint of an OR whose every side is an equality or IN on one
 // path: an IN of all their values, which the index serves as it serves IN
 // ("c.user = 'a' OR c.user = 'b'"). An OR of anything else gives none.

@@ -68,6 +68,9 @@ type runOpts struct {
 	ordered     bool
 	sortedFirst bool // the input comes in first ORDER BY key order (ExecOptions.SortedByFirstKey)
 	tiesBySeq   bool // and ties in ascending seq (ExecOptions.TiesInSeqOrder)
+	// firstDecides: the first row decides every aggregate
+	// (ExecOptions.FirstRowDecides).
+	firstDecides bool
 }
 
 // outRow is a result row with its position.

@@ -230,7 +230,7 @@ func (ex *executor) runGroups(in input, o runOpts) ([]outRow, bool, error) {
 			}
 			g.accs[i].add(a.Name, v, at)
 		}
-		return true, nil
+		return !(o.firstDecides && s.plan == planAggregate), nil
 	})
 	if err != nil {
 		return nil, false, err
