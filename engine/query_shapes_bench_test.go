@@ -15,8 +15,8 @@ import (
 // 10,000 values, a number t that is a permutation spread over the
 // container, a score, a name and tags. A survey: a shape whose page costs
 // tens of milliseconds or more reads every match or every document (groups,
-// DISTINCT, CONTAINS, MIN and MAX do; counts read every entry), where the
-// others read about a page.
+// DISTINCT and CONTAINS do; counts read every entry), where the others read
+// about a page.
 //
 //	go test ./engine -run '^$' -bench QueryShapes -benchtime 5x
 func BenchmarkQueryShapes(b *testing.B) {
