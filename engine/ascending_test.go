@@ -100,8 +100,9 @@ func TestAscendingWhenEveryDocumentHasThePath(t *testing.T) {
 // types (null < false < true < numbers < strings), numbers equal as values
 // but spelled apart (the first written is kept), strings longer than the
 // indexed prefix, documents without the path, expired ones, WHERE on the
-// path and on others, a partition, and an array, which makes them undefined
-// and the index is then not read.
+// path and on others, a partition, and an array, which makes them undefined:
+// MIN then does not read the index, and MAX's descending read meets the
+// array first and gives up.
 func TestMinMaxFromTheIndex(t *testing.T) {
 	te := newTestEngine(t)
 	te.mustDB("db")
@@ -149,7 +150,10 @@ func TestMinMaxFromTheIndex(t *testing.T) {
 		{"SELECT VALUE MAX(c.v) FROM c WHERE c.k IN (0, 2)", nil, true},
 		{"SELECT VALUE MAX(c.v) FROM c WHERE c.id = 'd5'", nil, false},
 	}
-	check := func(stage string, fromIndex bool) {
+	// minFromIndex: MIN reads the index in order (not once a document holds
+	// an array there: an ascending read would stop before its marker). MAX
+	// always plans to, and a descending read that meets a marker gives up.
+	check := func(stage string, minFromIndex bool) {
 		t.Helper()
 		for _, q := range queries {
 			want, _ := te.allPages("ref", QueryOptions{Text: q.text, PK: q.pk, MaxItems: 10})
@@ -161,7 +165,8 @@ func TestMinMaxFromTheIndex(t *testing.T) {
 				continue // the partition's list races the read in order
 			}
 			te.withPlan("idx", q.text, nil, nil, func(_ querySource, plan sourcePlan) {
-				if want := fromIndex && q.ordered; plan.firstDecides != want {
+				want := q.ordered && (minFromIndex || strings.Contains(q.text, "MAX("))
+				if plan.firstDecides != want {
 					t.Errorf("%s: %q reads the index in order: %v, want %v", stage, q.text, plan.firstDecides, want)
 				}
 			})

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/binary"
 	"slices"
 	"strings"
@@ -206,15 +205,8 @@ next:
 		if first.Desc {
 			p.specs[len(p.specs)-1] = s.c.Composites[ord][len(paths)-1] + " DESC"
 		}
-		for i, f := range filters {
-			if !slices.Equal(f.path, first.Path) {
-				continue
-			}
-			if ranges, ok := rangesUnder(prefix, f); ok {
-				slices.SortFunc(ranges, func(a, b keyRange) int { return bytes.Compare(a.start, b.start) })
-				p.ranges, p.spec = ranges, &filters[i]
-				return p, true
-			}
+		if p.narrow(filters) {
+			return p, true
 		}
 		if !first.Desc && !alwaysDefined(first.Path) {
 			continue

@@ -8,7 +8,6 @@ import (
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/ru"
-	"github.com/lethe-db/lethe/ttl"
 )
 
 // docReader is what the index and scan sources share: it looks their
@@ -144,11 +143,11 @@ const maxCountExpired = 4096
 func (s *scope) countWithoutLookups(r kv.Reader, d *docReader) {
 	expired := map[uint64]struct{}{}
 	for _, kind := range []byte{pfxByTS, pfxByExpiry} {
-		cut := s.cutoff(kind)
-		if cut == ttl.NoCut {
+		kr, ok := s.expiredEntries(kind)
+		if !ok {
 			continue
 		}
-		it := r.Scan(collKey(kind, s.rid), tsBound(kind, s.rid, cut+1), false)
+		it := r.Scan(kr.start, kr.end, false)
 		for it.Next() && len(expired) <= maxCountExpired {
 			if k := it.Key(); len(k) >= 8 {
 				expired[binary.BigEndian.Uint64(k[len(k)-8:])] = struct{}{}

@@ -66,15 +66,8 @@ func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec, pa
 	}
 	prefix := indexPrefix(s.rid, first.Path)
 	p := &orderedPlan{path: first.Path, desc: first.Desc, prefix: prefix}
-	for i, f := range filters {
-		if !slices.Equal(f.path, first.Path) {
-			continue
-		}
-		if ranges, ok := indexRanges(s.rid, f); ok {
-			slices.SortFunc(ranges, func(a, b keyRange) int { return bytes.Compare(a.start, b.start) })
-			p.ranges, p.spec = ranges, &filters[i]
-			return p, true
-		}
+	if p.narrow(filters) {
+		return p, true
 	}
 	if !first.Desc && !alwaysDefined(first.Path) && (part != nil || !s.definedInEvery(r, prefix)) {
 		return nil, false
@@ -84,27 +77,41 @@ func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec, pa
 	return p, true
 }
 
+// narrow limits p's read to the ranges, under its prefix, of the first of
+// filters on p's path that the index can serve, and reports whether there
+// was one.
+func (p *orderedPlan) narrow(filters []filterSpec) bool {
+	for i, f := range filters {
+		if !slices.Equal(f.path, p.path) {
+			continue
+		}
+		if ranges, ok := rangesUnder(p.prefix, f); ok {
+			slices.SortFunc(ranges, func(a, b keyRange) int { return bytes.Compare(a.start, b.start) })
+			p.ranges, p.spec = ranges, &filters[i]
+			return true
+		}
+	}
+	return false
+}
+
 // planMinMax returns the ordered read that answers MIN (ascending) or MAX
 // (descending) of path with its first row that passes WHERE (see
 // query.Query.MinMaxPath): documents without the path have no entry, and
 // MIN and MAX skip them. A WHERE conjunct on the path narrows the read to
-// its ranges. Nil when the path is not indexed, or when a document holds an
-// object or array there (the index does not order them, and they make MIN
-// and MAX undefined).
+// its ranges. An object or array at the path makes MIN and MAX undefined,
+// and the index does not order them: a descending read meets their markers
+// first and gives up (errUnorderable), but an ascending one would stop
+// before them, so MIN is not planned when the path holds any. Nil when the
+// path is not indexed, or for such a MIN.
 func (s *scope) planMinMax(r kv.Reader, path []string, max bool, filters []filterSpec) *orderedPlan {
 	if !s.l.index.indexed(path) {
 		return nil
 	}
 	prefix := indexPrefix(s.rid, path)
 	p := &orderedPlan{path: path, desc: max, prefix: prefix, ranges: []keyRange{{prefix, kv.PrefixEnd(prefix)}}}
-	for i, f := range filters {
-		if !slices.Equal(f.path, path) || p.spec != nil {
-			continue
-		}
-		if ranges, ok := indexRanges(s.rid, f); ok {
-			slices.SortFunc(ranges, func(a, b keyRange) int { return bytes.Compare(a.start, b.start) })
-			p.ranges, p.spec = ranges, &filters[i]
-		}
+	p.narrow(filters)
+	if max {
+		return p
 	}
 	markers := append(slices.Clip(prefix), tagContainer)
 	it := r.Scan(markers, kv.PrefixEnd(markers), false)

@@ -526,17 +526,18 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, defe
 		type entry struct{ key, value []byte }
 		var entries []entry
 		next = map[byte][]byte{}
-		collect := func(pfx byte, cut int64) error {
-			if cut == ttl.NoCut {
+		collect := func(pfx byte) error {
+			kr, ok := s.expiredEntries(pfx)
+			if !ok {
 				return nil
 			}
-			start := collKey(pfx, s.rid)
+			cut := s.cutoff(pfx)
 			// A cursor counts only inside this container's index: a container
 			// dropped and re-created under the same name has a new RID.
-			if c, ok := t.cursor[pfx]; ok && bytes.HasPrefix(c, start) {
-				start = c
+			if c, ok := t.cursor[pfx]; ok && bytes.HasPrefix(c, kr.start) {
+				kr.start = c
 			}
-			it := tx.Scan(start, tsBound(pfx, s.rid, cut+1), false)
+			it := tx.Scan(kr.start, kr.end, false)
 			defer it.Close()
 			before := len(entries)
 			for len(entries) < limit && it.Next() {
@@ -555,11 +556,11 @@ func (e *Engine) purgeBatch(ctx context.Context, t *purgeTarget, limit int, defe
 			}
 			return it.Err()
 		}
-		if err := collect(pfxByTS, s.cutoff(pfxByTS)); err != nil {
+		if err := collect(pfxByTS); err != nil {
 			return err
 		}
 		if len(entries) < limit {
-			if err := collect(pfxByExpiry, s.cutoff(pfxByExpiry)); err != nil {
+			if err := collect(pfxByExpiry); err != nil {
 				return err
 			}
 		} else {

@@ -355,6 +355,18 @@ func TestExactLookupsSkipWhere(t *testing.T) {
 	}
 }
 
+// oneRow runs text, a query of one row (a count), in container coll of
+// database "db" with partition key p in the request (nil: none), and
+// returns that row.
+func (te *testEngine) oneRow(coll, text string, p lethe.PartitionKey) string {
+	te.t.Helper()
+	page, err := te.QueryDocuments(ctx, "db", coll, QueryOptions{Text: text, PK: p, MaxItems: 10})
+	if err != nil || len(page.Rows) != 1 {
+		te.t.Fatalf("%s in %v: %d rows, %v", text, p, len(page.Rows), err)
+	}
+	return string(page.Rows[0])
+}
+
 // TestCountsParseNoDocument: SELECT VALUE COUNT(1), with no WHERE or one
 // exact index lookup, counts the documents its source yields without
 // parsing them, and counts exactly what COUNT(c.id), which reads every
@@ -373,14 +385,7 @@ func TestCountsParseNoDocument(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	count := func(text string, p lethe.PartitionKey) string {
-		t.Helper()
-		page, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: text, PK: p, MaxItems: 10})
-		if err != nil || len(page.Rows) != 1 {
-			t.Fatalf("%s in %v: %d rows, %v", text, p, len(page.Rows), err)
-		}
-		return string(page.Rows[0])
-	}
+	count := func(text string, p lethe.PartitionKey) string { return te.oneRow("c", text, p) }
 	check := func(want map[string]string) {
 		t.Helper()
 		for _, p := range []lethe.PartitionKey{pk("p0"), pk("p1"), nil} {
@@ -445,14 +450,7 @@ func TestCountsLookNothingUp(t *testing.T) {
 	write(0, 300, "")
 	write(300, 400, `,"ttl":10`)
 	write(400, 450, `,"ttl":-1`)
-	count := func(text string, p lethe.PartitionKey) string {
-		t.Helper()
-		page, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: text, PK: p, MaxItems: 10})
-		if err != nil || len(page.Rows) != 1 {
-			t.Fatalf("%s in %v: %d rows, %v", text, p, len(page.Rows), err)
-		}
-		return string(page.Rows[0])
-	}
+	count := func(text string, p lethe.PartitionKey) string { return te.oneRow("c", text, p) }
 	check := func(stage string, want string, lookups bool) {
 		t.Helper()
 		for _, p := range []lethe.PartitionKey{pk("p0"), nil} {

@@ -31,12 +31,15 @@ type equalityRace struct {
 
 // raceTurns keeps a race's turns: which list reads, what its turn has spent,
 // in entries read and lookups, and what it may spend, twice the budget of
-// the turn before.
+// the turn before. lookupCost is what a candidate's lookup costs, in
+// entries: raceLookupCost, or scanLookupCost for a container's documents.
 type raceTurns struct {
-	turn, spent, budget int
+	turn, spent, budget, lookupCost int
 }
 
-func newRaceTurns() raceTurns { return raceTurns{budget: raceFirstBudget} }
+func newRaceTurns(lookupCost int) raceTurns {
+	return raceTurns{budget: raceFirstBudget, lookupCost: lookupCost}
+}
 
 // spend counts read entries and, when lookup is set, a candidate's lookup,
 // and reports whether that ended the turn: the next of n lists then has the
@@ -44,7 +47,7 @@ func newRaceTurns() raceTurns { return raceTurns{budget: raceFirstBudget} }
 func (t *raceTurns) spend(read int, lookup bool, n int) bool {
 	t.spent += read
 	if lookup {
-		t.spent += raceLookupCost
+		t.spent += t.lookupCost
 	}
 	if t.spent < t.budget {
 		return false
@@ -89,7 +92,7 @@ const (
 // newEqualityRace returns the race between lists, each the key ranges of
 // one list, the first read first.
 func newEqualityRace(r kv.Reader, lists [][]keyRange, filter *docFilter) *equalityRace {
-	rc := &equalityRace{turns: newRaceTurns(), filter: filter}
+	rc := &equalityRace{turns: newRaceTurns(raceLookupCost), filter: filter}
 	for _, ranges := range lists {
 		rc.sides = append(rc.sides, raceSide{r: r, ranges: ranges})
 	}
@@ -101,7 +104,7 @@ func (rc *equalityRace) seek(seq uint64) {
 	for i := range rc.sides {
 		rc.sides[i].seek(seq)
 	}
-	rc.turns = newRaceTurns()
+	rc.turns = newRaceTurns(raceLookupCost)
 }
 
 func (rs *raceSide) seek(seq uint64) {
@@ -226,9 +229,6 @@ type gatherRace struct {
 	done  bool        // every entry of the plan is gathered
 	turns raceTurns   // turn 0: gathering; 1: the partition
 	after uint64      // candidates from here on remain (inclusive)
-	// lookupCost is what a candidate of the list costs, in index entries
-	// read: raceLookupCost, or scanLookupCost for the container's documents.
-	lookupCost int
 }
 
 // scanLookupCost is what a document read in insertion order costs in a
@@ -242,7 +242,7 @@ type gatherRace struct {
 const scanLookupCost = 100
 
 func newGatherRace(r kv.Reader, partition keyRange) *gatherRace {
-	return &gatherRace{part: raceSide{r: r, ranges: []keyRange{partition}}, turns: newRaceTurns(), lookupCost: raceLookupCost}
+	return &gatherRace{part: raceSide{r: r, ranges: []keyRange{partition}}, turns: newRaceTurns(raceLookupCost)}
 }
 
 // newScanRace returns the gatherRace of a plan over the whole of container
@@ -250,13 +250,13 @@ func newGatherRace(r kv.Reader, partition keyRange) *gatherRace {
 func newScanRace(r kv.Reader, coll [8]byte) *gatherRace {
 	order := collKey(pfxOrder, coll)
 	all := keyRange{order, kv.PrefixEnd(order)}
-	return &gatherRace{part: raceSide{r: r, ranges: []keyRange{all}, inOrder: true}, turns: newRaceTurns(), lookupCost: scanLookupCost}
+	return &gatherRace{part: raceSide{r: r, ranges: []keyRange{all}, inOrder: true}, turns: newRaceTurns(scanLookupCost)}
 }
 
 // seek restarts at sequence number seq; what was gathered stays.
 func (g *gatherRace) seek(seq uint64) {
 	g.part.seek(seq)
-	g.after, g.turns = seq, newRaceTurns()
+	g.after, g.turns = seq, newRaceTurns(g.turns.lookupCost)
 }
 
 func (g *gatherRace) close() {
@@ -292,11 +292,7 @@ func (g *gatherRace) next(x *indexSource) (candidate, bool, error) {
 			return candidate{}, false, err // the partition's list alone is complete
 		}
 		in := x.filter.match(value)
-		cost := read
-		if in {
-			cost += g.lookupCost
-		}
-		g.turns.spend(cost, false, 2)
+		g.turns.spend(read, in, 2)
 		g.after = seq + 1
 		if in {
 			return candidate{seq, value}, true, nil

@@ -268,6 +268,17 @@ func (s *scope) cutoff(kind byte) int64 {
 	return ttl.OwnCutoff(s.now, s.pol, s.c.Watermarks)
 }
 
+// expiredEntries returns the key range of the expiry entries of kind (T or
+// X) of the documents expired at the scope's instant, from the first entry
+// of kind to the cutoff's second, included; false when none of kind is.
+func (s *scope) expiredEntries(kind byte) (keyRange, bool) {
+	cut := s.cutoff(kind)
+	if cut == ttl.NoCut {
+		return keyRange{}, false
+	}
+	return keyRange{collKey(kind, s.rid), tsBound(kind, s.rid, cut+1)}, true
+}
+
 // expiredTally sums the documents of the scope's container that are expired
 // at its instant but still stored, and returns when the longest-waiting of
 // them expired (ok false when there are none). A document without own ttl
