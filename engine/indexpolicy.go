@@ -54,7 +54,7 @@ type indexPolicy struct {
 
 // indexed reports whether the scalar value at path gets an index entry.
 func (ip *indexPolicy) indexed(path []string) bool {
-	if ip == nil || ip.none {
+	if ip == nil || ip.none || len(path) > 0 && unindexedRootKey(path[0]) {
 		return false
 	}
 	best, on := -1, false
@@ -69,6 +69,16 @@ func (ip *indexPolicy) indexed(path []string) bool {
 		}
 	}
 	return on
+}
+
+// unindexedRootKey reports whether a document's top-level member k is left
+// out of the index whatever the policy says: the system properties that
+// stand for the document's links and version (_self, _attachments, _etag),
+// which the engine stamps on every document and queries rarely filter on.
+// The planner must know it too, or a query on them would find no entries
+// and return nothing.
+func unindexedRootKey(k string) bool {
+	return k == "_self" || k == "_attachments" || k == "_etag"
 }
 
 // parsePathPattern parses an index path such as /*, /a/?, /a/[]/b/* or /"a b"/?.

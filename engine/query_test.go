@@ -489,3 +489,46 @@ func TestCountsLookNothingUp(t *testing.T) {
 	te.clock.Advance(5 * time.Second)
 	check("more expired than a count collects", "50", true)
 }
+
+// TestSystemPropertiesAreQueryable: a filter on any system property finds
+// the document. _self, _attachments and _etag have no index entries
+// whatever the policy says, so the planner must not look for them there.
+func TestSystemPropertiesAreQueryable(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("idx", "")
+	for _, id := range []string{"a", "b"} {
+		if err := te.create("idx", `{"id":"`+id+`","pk":"p"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	row := te.queryAll("idx", "SELECT * FROM c WHERE c.id = 'a'", nil, 10)
+	if len(row) != 1 {
+		t.Fatalf("document a: %v", row)
+	}
+	doc, err := jsonv.Parse([]byte(row[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"_self", "_attachments", "_etag", "_rid", "_ts"} {
+		v, ok := doc.(*jsonv.Object).Get(name)
+		if !ok {
+			t.Fatalf("document a has no %s: %s", name, row[0])
+		}
+		want := `["a"]`
+		if name == "_attachments" || name == "_ts" {
+			want = `["a","b"]` // shared by both documents (_ts: written in one second)
+		}
+		params := map[string]jsonv.Value{"v": v}
+		for _, text := range []string{
+			"SELECT VALUE c.id FROM c WHERE c." + name + " = @v",
+			"SELECT VALUE c.id FROM c WHERE c." + name + " >= @v AND c." + name + " <= @v",
+			"SELECT VALUE c.id FROM c WHERE IS_DEFINED(c." + name + ") AND c." + name + " = @v",
+		} {
+			got := te.queryAll("idx", text, params, 10)
+			if g := "[" + strings.Join(got, ",") + "]"; g != want {
+				t.Errorf("%s with %s: %s, want %s", text, jsonv.Marshal(v), g, want)
+			}
+		}
+	}
+}

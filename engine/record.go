@@ -299,8 +299,8 @@ func (w *indexWalker) walk(v jsonv.Value) {
 		}
 		for i := range t.Len() {
 			k := t.Key(i)
-			if len(w.path) == 0 && (k == "_self" || k == "_attachments" || k == "_etag") {
-				continue // bookkeeping nobody filters on
+			if len(w.path) == 0 && unindexedRootKey(k) {
+				continue
 			}
 			w.path = append(w.path, k)
 			w.walk(t.Val(i))
