@@ -221,51 +221,60 @@ func appendString(b []byte, s string) []byte {
 func decodePKTuple(b []byte, n int) (lethe.PartitionKey, bool) {
 	pk := make(lethe.PartitionKey, 0, n)
 	for range n {
-		if len(b) == 0 {
+		c, rest, ok := decodeComponent(b)
+		if !ok {
 			return nil, false
 		}
-		tag := b[0]
-		b = b[1:]
-		switch tag {
-		case tagUndefined:
-			pk = append(pk, lethe.Undefined{})
-		case tagNull:
-			pk = append(pk, nil)
-		case tagFalse:
-			pk = append(pk, false)
-		case tagTrue:
-			pk = append(pk, true)
-		case tagNumber:
-			if len(b) < 8 {
-				return nil, false
-			}
-			bits := binary.BigEndian.Uint64(b)
-			if bits&(1<<63) != 0 {
-				bits &^= 1 << 63
-			} else {
-				bits = ^bits
-			}
-			pk = append(pk, math.Float64frombits(bits))
-			b = b[8:]
-		case tagString:
-			var sb []byte
-			for {
-				i := bytes.IndexByte(b, 0)
-				if i < 0 || i+1 >= len(b) {
-					return nil, false
-				}
-				sb = append(sb, b[:i]...)
-				if b[i+1] == 1 {
-					b = b[i+2:]
-					break
-				}
-				sb = append(sb, 0) // 0x00 0xff is an escaped zero byte
-				b = b[i+2:]
-			}
-			pk = append(pk, string(sb))
-		default:
-			return nil, false
-		}
+		pk, b = append(pk, c), rest
 	}
 	return pk, true
+}
+
+// decodeComponent decodes the tuple component at the start of b (see
+// appendComponent): undefined, null, a boolean, a number as a float64 or a
+// string; rest is what follows it. ok is false for anything else.
+func decodeComponent(b []byte) (c any, rest []byte, ok bool) {
+	if len(b) == 0 {
+		return nil, nil, false
+	}
+	tag := b[0]
+	b = b[1:]
+	switch tag {
+	case tagUndefined:
+		return lethe.Undefined{}, b, true
+	case tagNull:
+		return nil, b, true
+	case tagFalse:
+		return false, b, true
+	case tagTrue:
+		return true, b, true
+	case tagNumber:
+		if len(b) < 8 {
+			return nil, nil, false
+		}
+		bits := binary.BigEndian.Uint64(b)
+		if bits&(1<<63) != 0 {
+			bits &^= 1 << 63
+		} else {
+			bits = ^bits
+		}
+		return math.Float64frombits(bits), b[8:], true
+	case tagString:
+		var sb []byte
+		for {
+			i := bytes.IndexByte(b, 0)
+			if i < 0 || i+1 >= len(b) {
+				return nil, nil, false
+			}
+			if b[i+1] == 1 {
+				if sb == nil { // no escaped zero byte: one copy
+					return string(b[:i]), b[i+2:], true
+				}
+				return string(append(sb, b[:i]...)), b[i+2:], true
+			}
+			sb = append(append(sb, b[:i]...), 0) // 0x00 0xff is an escaped zero byte
+			b = b[i+2:]
+		}
+	}
+	return nil, nil, false
 }

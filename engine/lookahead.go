@@ -141,7 +141,17 @@ const maxCountExpired = 4096
 // there are more than maxCountExpired (or reading them fails: the lookups
 // then meet the failure too).
 func (s *scope) countWithoutLookups(r kv.Reader, d *docReader) {
-	expired := map[uint64]struct{}{}
+	if expired, ok := s.expiredSeqs(r); ok {
+		d.countOnly, d.expired = true, expired
+	}
+}
+
+// expiredSeqs returns the seqs of the documents that have expired and are
+// not yet purged: those whose expiry entries (T, X) lie at or below the
+// scope's cutoffs. ok is false when there are more than maxCountExpired of
+// them, or reading them fails.
+func (s *scope) expiredSeqs(r kv.Reader) (expired map[uint64]struct{}, ok bool) {
+	expired = map[uint64]struct{}{}
 	for _, kind := range []byte{pfxByTS, pfxByExpiry} {
 		kr, ok := s.expiredEntries(kind)
 		if !ok {
@@ -154,10 +164,10 @@ func (s *scope) countWithoutLookups(r kv.Reader, d *docReader) {
 			}
 		}
 		if it.Close() != nil || len(expired) > maxCountExpired {
-			return // the lookups decide
+			return nil, false
 		}
 	}
-	d.countOnly, d.expired = true, expired
+	return expired, true
 }
 
 // valueOnlyAt returns an object whose only value is v at path, or an empty

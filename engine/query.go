@@ -203,7 +203,7 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 		return q.Execute(src, query.ExecOptions{
 			Params: opts.Params, Now: precise, PageSize: pageSize(opts.MaxItems),
 			After: tok.Cursor, Emitted: tok.Emitted, WorkLimit: queryWorkLimit,
-			SortedByFirstKey: plan.sorted, TiesInSeqOrder: plan.sorted, Unordered: plan.sorted, WhereHolds: plan.whereHolds,
+			SortedByFirstKey: plan.sorted, TiesInSeqOrder: plan.sorted, Unordered: plan.sorted || plan.unordered, WhereHolds: plan.whereHolds,
 			FirstRowDecides: plan.firstDecides,
 		})
 	}
@@ -360,6 +360,10 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 			if src, sp, ok := s.minMaxSource(r, q, h, filters, path, max, part, filter, lookAhead); ok {
 				return src, sp
 			}
+		}
+		// A query that looks at one path only reads its index entries.
+		if src, sp, ok := s.pathOnlySource(r, q, params, h, filters, part, filter, lookAhead); ok {
+			return src, sp
 		}
 		// A composite index reads about a page, where an equality reads
 		// every document it selects to sort them.
@@ -601,6 +605,9 @@ type sourcePlan struct {
 	// firstDecides: the source yields documents in the order in which the
 	// first row decides MIN or MAX (query.ExecOptions.FirstRowDecides).
 	firstDecides bool
+	// unordered: the source yields documents in no particular order (see
+	// pathOnlySource).
+	unordered bool
 }
 
 // exactLookup reports whether an equality or IN filter selects through the

@@ -71,6 +71,9 @@ func BenchmarkQueryShapes(b *testing.B) {
 		{"order-two", "SELECT * FROM c ORDER BY c.status, c.t DESC", nil},
 		{"pk-order-t-two", "SELECT * FROM c ORDER BY c.status, c.t DESC", lethe.PartitionKey{"p42"}},
 		{"is-defined-order", "SELECT * FROM c WHERE IS_DEFINED(c.user) ORDER BY c.user", nil},
+		{"avg-score", "SELECT VALUE AVG(c.score) FROM c", nil},
+		{"count-range-t", "SELECT VALUE COUNT(1) FROM c WHERE c.t > 50000", nil},
+		{"groupby-k-range", "SELECT c.k, COUNT(1) AS n FROM c WHERE c.k < 100 GROUP BY c.k", nil},
 	}
 	for _, q := range queries {
 		b.Run(q.name, func(b *testing.B) {

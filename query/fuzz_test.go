@@ -2,7 +2,9 @@ package query
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -114,9 +116,10 @@ func FuzzParse(f *testing.F) {
 var fuzzDocs = []string{
 	`{"id":"1","n":5,"f":-1.5,"s":"hello","t":true,"nul":null,"tags":["a","b"],"arr":[1,"two",[3],{"x":4}],"obj":{"a":1,"b":{"c":"deep"}},"kids":[{"name":"k","age":3,"pets":["cat"]}]}`,
 	`{"id":"2","n":"5","s":"world","t":false,"tags":[],"arr":[2,1],"obj":{"b":2,"a":1},"kids":[]}`,
-	`{"id":"3","n":7,"tags":["b"],"uni":"é😀","kids":[{"name":"m","age":30,"pets":[]},{"name":"o","pets":["dog","eel"]}]}`,
+	`{"id":"3","n":7.0,"tags":["b"],"uni":"é😀","kids":[{"name":"m","age":30,"pets":[]},{"name":"o","pets":["dog","eel"]}]}`,
 	`{"id":"4"}`,
 	`{"id":"5","n":5.0,"s":"hello","tags":"x","obj":null}`,
+	`{"id":"6","n":7,"s":"world","obj":{"a":1.0}}`, // a number spelled apart from an earlier equal one
 }
 
 // FuzzExecute runs every statement that parses over a fixed small document
@@ -154,6 +157,7 @@ func FuzzExecute(f *testing.F) {
 		if again := unpaged(); !equalRows(again, want) {
 			return // RAND(): the statement's rows differ from one run to the next
 		}
+		checkOnlyPath(t, q, docs, want, opts)
 		var got []string
 		var after Cursor
 		for emitted := 0; ; {
@@ -202,18 +206,91 @@ func checkHints(t *testing.T, q *Query, docs []*jsonv.Object, opts ExecOptions) 
 	}
 }
 
+// checkOnlyPath fails unless a query that looks at one path only (OnlyPath)
+// returns its rows want over objects that hold only each document's value
+// there, yielded in reverse order, as an engine reading an index yields them:
+// a number as its float64 value unless the query may return its spelling;
+// and, when the query needs one document per value (OnePerValue) and an
+// empty document makes no row, only the first document of each value.
+func checkOnlyPath(t *testing.T, q *Query, docs []*jsonv.Object, want []string, opts ExecOptions) {
+	t.Helper()
+	path, spelled, ok := q.OnlyPath(opts.Params)
+	if !ok {
+		return
+	}
+	empty, err := q.Execute(newSliceSource([]*jsonv.Object{jsonv.NewObject(0)}), opts)
+	firstOnly := q.OnePerValue() && err == nil && len(empty.Rows) == 0
+	src := &sliceSource{}
+	seen := map[string]bool{}
+	for i, d := range docs {
+		v, present := valueAtPath(d, path)
+		var key string
+		switch x := v.(type) {
+		case *jsonv.Object, []jsonv.Value:
+			return // an index holds no value for them
+		case jsonv.Number:
+			f := x.Float64()
+			if f == 0 {
+				f = 0 // -0
+			}
+			key = "n" + strconv.FormatFloat(f, 'g', -1, 64)
+			if !spelled {
+				v = jsonv.NumberFromFloat(f)
+			}
+		default:
+			key = fmt.Sprintf("%T %v", x, x)
+		}
+		if firstOnly && (!present || seen[key]) {
+			continue
+		}
+		seen[key] = true
+		o := jsonv.NewObject(1)
+		if present {
+			at := o
+			for _, name := range path[:len(path)-1] {
+				next := jsonv.NewObject(1)
+				at.Set(name, next)
+				at = next
+			}
+			at.Set(path[len(path)-1], v)
+		}
+		src.docs, src.seqs = append([]*jsonv.Object{o}, src.docs...), append([]uint64{uint64(i + 1)}, src.seqs...)
+	}
+	opts.Unordered = true
+	page, err := q.Execute(src, opts)
+	if err != nil {
+		t.Fatalf("over the values at %q only: %v", path, err)
+	}
+	var got []string
+	for _, r := range page.Rows {
+		got = append(got, string(r))
+	}
+	if !equalRows(got, want) {
+		t.Fatalf("over the values at %q only (first of each: %v):\n%s\nover the documents:\n%s", path, firstOnly, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// valueAtPath returns the value at path in d, and whether there is one.
+func valueAtPath(d *jsonv.Object, path []string) (jsonv.Value, bool) {
+	var v jsonv.Value = d
+	for _, name := range path {
+		o, ok := v.(*jsonv.Object)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = o.Get(name); !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
 // hintHolds reports whether d satisfies hint w; ranges and IS_DEFINED are
 // taken to hold.
 func hintHolds(w Hint, d *jsonv.Object) bool {
-	var v jsonv.Value = d
-	for _, name := range w.Path {
-		o, ok := v.(*jsonv.Object)
-		if !ok {
-			return false
-		}
-		if v, ok = o.Get(name); !ok {
-			return false
-		}
+	v, ok := valueAtPath(d, w.Path)
+	if !ok {
+		return false
 	}
 	switch w.Kind {
 	case HintEq, HintIn:
