@@ -22,17 +22,16 @@ import (
 // yields each live document as an object that holds only that value:
 //   - an entry of a document expired and not yet purged is skipped, as a
 //     count without lookups skips it (expiredSeqs);
-//   - a string the index cuts to its prefix, and a number whose spelling
-//     the query may return (5.0, 5e0: the index holds its value only), are
-//     read from the document;
+//   - a string the index cuts to its prefix, an object or array (the
+//     entry is a marker), and a number whose spelling the query may return
+//     (5.0, 5e0: the index holds its value only) are read from the
+//     document (entryValue);
 //   - a document without the path has no entry, so, unless a WHERE
 //     conjunct on the path rules such documents out (the read is then
 //     narrowed to the conjunct's ranges), as many empty objects are yielded
 //     as there are live documents without it: the container's stored
 //     documents (its usage tally, as definedInEvery reads it) less the
 //     path's entries, less the expired documents that have none;
-//   - a path where any document holds an object or array is left to the
-//     documents, since its entry is a marker that holds no value;
 //   - DISTINCT, and GROUP BY without aggregates, need only the first live
 //     document of each value (query.Query.OnePerValue): the read skips
 //     the value's other entries, so "SELECT DISTINCT VALUE c.category FROM
@@ -84,11 +83,11 @@ type pathOnlySource struct {
 // pathOnlySource returns the source of q, with params and hints h, when it
 // looks at one indexed path only (query.Query.OnlyPath), and how it reads.
 // ok is false when q does not, or is a count of one exact lookup (which
-// counts the lookup's entries without decoding them), or the path holds an
-// object or array, or the query is scoped to a partition (its list is read
-// instead: a partition is usually far smaller than the path's entries), or
-// to a range of partitions without a WHERE conjunct on the path, or more
-// documents than a count collects await the purge.
+// counts the lookup's entries without decoding them), or the query is
+// scoped to a partition (its list is read instead: a partition is usually
+// far smaller than the path's entries), or to a range of partitions without
+// a WHERE conjunct on the path, or more documents than a count collects
+// await the purge.
 func (s *scope) pathOnlySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, h query.Hints, filters []filterSpec, part *indexPlan, filter *docFilter, lookAhead int) (querySource, sourcePlan, bool) {
 	path, spelled, ok := q.OnlyPath(params)
 	if !ok || part != nil || !s.l.index.indexed(path) {
@@ -101,12 +100,6 @@ func (s *scope) pathOnlySource(r kv.Reader, q *query.Query, params map[string]js
 	p := orderedPlan{path: path, prefix: prefix}
 	narrowed := p.narrow(filters)
 	if !narrowed && filter != nil {
-		return nil, sourcePlan{}, false
-	}
-	markers := append(prefix[:len(prefix):len(prefix)], tagContainer)
-	it := r.Scan(markers, kv.PrefixEnd(markers), false)
-	found := it.Next()
-	if it.Close() != nil || found {
 		return nil, sourcePlan{}, false
 	}
 	expired, ok := s.expiredSeqs(r)
@@ -187,6 +180,28 @@ func (x *pathOnlySource) skip() error {
 	return err
 }
 
+// entryValue returns the value that an index entry's encoded value enc
+// holds, as the document holds it. exact is false when the entry does not
+// hold it exactly, so that the document must be read for it: a string cut
+// to the indexed prefix, the marker of an object or array, or, when
+// spelled, a number (the entry holds its float64 value, not its text).
+func entryValue(enc []byte, spelled bool) (v jsonv.Value, exact bool, err error) {
+	switch {
+	case len(enc) == 0:
+		return nil, false, errCorruptIndexEntry
+	case len(enc) == 1 && enc[0] == tagContainer, maybeCut(enc), enc[0] == tagNumber && spelled:
+		return nil, false, nil
+	}
+	v, rest, ok := decodeComponent(enc)
+	if !ok || len(rest) != 0 || enc[0] == tagUndefined {
+		return nil, false, errCorruptIndexEntry
+	}
+	if f, isNumber := v.(float64); isNumber {
+		v = jsonv.NumberFromFloat(f)
+	}
+	return v, true, nil
+}
+
 // errCorruptIndexEntry is a path-only read's failure at an index entry it
 // cannot decode.
 var errCorruptIndexEntry = errors.New("engine: corrupt index entry")
@@ -240,23 +255,22 @@ func (x *pathOnlySource) Next() (*jsonv.Object, uint64, bool, error) {
 		if x.valueless {
 			return emptyDocument, seq, true, nil
 		}
-		cut := maybeCut(enc) // of equal cut values, each document has its own
-		if x.firstOnly && !cut {
-			x.skipEnc, x.skipRun = append(x.skipEnc[:0], enc...), 0
-		}
-		if enc[0] == tagNumber && x.spelled || cut {
-			x.later = append(x.later, candidate{seq, bytes.Clone(suffix)})
-			continue
-		}
 		if x.lastDoc != nil && bytes.Equal(enc, x.lastEnc) {
 			return x.lastDoc, seq, true, nil
 		}
-		v, rest, ok := decodeComponent(enc)
-		if !ok || len(rest) != 0 || enc[0] == tagUndefined {
-			return x.fail(errCorruptIndexEntry)
+		v, exact, err := entryValue(enc, x.spelled)
+		if err != nil {
+			return x.fail(err)
 		}
-		if f, isNumber := v.(float64); isNumber {
-			v = jsonv.NumberFromFloat(f)
+		// Of a number, the first document's spelling is the one the
+		// query keeps; of cut strings, objects and arrays, each document
+		// has its own value.
+		if x.firstOnly && (exact || enc[0] == tagNumber) {
+			x.skipEnc, x.skipRun = append(x.skipEnc[:0], enc...), 0
+		}
+		if !exact {
+			x.later = append(x.later, candidate{seq, bytes.Clone(suffix)})
+			continue
 		}
 		x.lastEnc, x.lastDoc = append(x.lastEnc[:0], enc...), valueOnlyAt(x.path, v, true)
 		return x.lastDoc, seq, true, nil

@@ -214,6 +214,9 @@ type indexSource struct {
 	// gr, if set, yields a gathered plan's candidates, racing the
 	// partition's list (see gatherRace).
 	gr *gatherRace
+	// keep, if set, is what a gathered entry's value must pass to be a
+	// candidate (see conditionSource).
+	keep *entryTest
 
 	scanned int // index entries read so far
 }
@@ -262,6 +265,9 @@ func (x *indexSource) collect(it kv.Iterator) {
 		return
 	}
 	k := it.Key()
+	if x.keep != nil && !x.keep.passes(k) {
+		return
+	}
 	x.cands = append(x.cands, candidate{binary.BigEndian.Uint64(k[len(k)-8:]), append([]byte(nil), it.Value()...)})
 }
 

@@ -394,6 +394,10 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 			}
 			return src, sourcePlan{path: plan.spec.path}
 		}
+		// A conjunct no range serves may still be judged on the entries.
+		if src, sp, ok := s.conditionSource(r, q, params, part, filter, lookAhead); ok {
+			return src, sp
+		}
 	}
 	// SELECT * without WHERE returns every document's stored JSON unparsed;
 	// a count without WHERE counts the documents without parsing them.

@@ -74,6 +74,8 @@ func BenchmarkQueryShapes(b *testing.B) {
 		{"avg-score", "SELECT VALUE AVG(c.score) FROM c", nil},
 		{"count-range-t", "SELECT VALUE COUNT(1) FROM c WHERE c.t > 50000", nil},
 		{"groupby-k-range", "SELECT c.k, COUNT(1) AS n FROM c WHERE c.k < 100 GROUP BY c.k", nil},
+		{"contains-ci", "SELECT * FROM c WHERE CONTAINS(c.name, 'USER 4242', true)", nil},
+		{"endswith", "SELECT * FROM c WHERE ENDSWITH(c.name, '4242')", nil},
 	}
 	for _, q := range queries {
 		b.Run(q.name, func(b *testing.B) {
