@@ -229,6 +229,9 @@ type gatherRace struct {
 	done  bool        // every entry of the plan is gathered
 	turns raceTurns   // turn 0: gathering; 1: the partition
 	after uint64      // candidates from here on remain (inclusive)
+	// entryCost is what gathering an entry costs, in entries: 1, or more
+	// when each gathered entry's value is judged (see conditionSource).
+	entryCost int
 }
 
 // scanLookupCost is what a document read in insertion order costs in a
@@ -242,7 +245,7 @@ type gatherRace struct {
 const scanLookupCost = 100
 
 func newGatherRace(r kv.Reader, partition keyRange) *gatherRace {
-	return &gatherRace{part: raceSide{r: r, ranges: []keyRange{partition}}, turns: newRaceTurns(raceLookupCost)}
+	return &gatherRace{part: raceSide{r: r, ranges: []keyRange{partition}}, turns: newRaceTurns(raceLookupCost), entryCost: 1}
 }
 
 // newScanRace returns the gatherRace of a plan over the whole of container
@@ -250,7 +253,7 @@ func newGatherRace(r kv.Reader, partition keyRange) *gatherRace {
 func newScanRace(r kv.Reader, coll [8]byte) *gatherRace {
 	order := collKey(pfxOrder, coll)
 	all := keyRange{order, kv.PrefixEnd(order)}
-	return &gatherRace{part: raceSide{r: r, ranges: []keyRange{all}, inOrder: true}, turns: newRaceTurns(scanLookupCost)}
+	return &gatherRace{part: raceSide{r: r, ranges: []keyRange{all}, inOrder: true}, turns: newRaceTurns(scanLookupCost), entryCost: 1}
 }
 
 // seek restarts at sequence number seq; what was gathered stays.
@@ -323,7 +326,7 @@ func (g *gatherRace) gather(x *indexSource) error {
 		}
 		x.scanned++
 		x.collect(g.it)
-		if g.turns.spend(1, false, 2) {
+		if g.turns.spend(g.entryCost, false, 2) {
 			return nil // the partition's list goes on where its last turn stopped
 		}
 	}
