@@ -102,6 +102,11 @@ func (s *scope) pathOnlySource(r kv.Reader, q *query.Query, params map[string]js
 	if !narrowed && filter != nil {
 		return nil, sourcePlan{}, false
 	}
+	if _, usable := s.planIndex(filters); usable && !narrowed {
+		// A hint on the path's elements (ARRAY_CONTAINS) reads its
+		// documents' entries, where the path's own are every document's.
+		return nil, sourcePlan{}, false
+	}
 	expired, ok := s.expiredSeqs(r)
 	if !ok {
 		return nil, sourcePlan{}, false

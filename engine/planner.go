@@ -40,6 +40,10 @@ type filterSpec struct {
 	hasHi  bool
 	loIncl bool
 	hiIncl bool
+	// element: path ends with arrayElem, for a hint on the elements of an
+	// array (ARRAY_CONTAINS). Its entries are a superset of the documents
+	// it matches: an object's member named "[]" has the same entries.
+	element bool
 }
 
 // keyRange is a half-open range of index keys.
@@ -433,6 +437,9 @@ func filtersFromHints(h query.Hints) []filterSpec {
 	var out []filterSpec
 	for _, x := range h.Where {
 		f := filterSpec{path: x.Path, values: x.Values, lo: x.Lo, hi: x.Hi, hasLo: x.HasLo, hasHi: x.HasHi, loIncl: x.LoIncl, hiIncl: x.HiIncl}
+		if x.Element {
+			f.path, f.element = append(slices.Clip(x.Path), arrayElem), true
+		}
 		switch x.Kind {
 		case query.HintEq:
 			f.kind = filterEq

@@ -622,7 +622,7 @@ type sourcePlan struct {
 // exactly when they are equal: 5, 5.0 and 5e0; 0 and -0; two integers beyond
 // 2^53 that round to the same float64.
 func exactLookup(f filterSpec) bool {
-	if f.kind != filterEq && f.kind != filterIn {
+	if f.kind != filterEq && f.kind != filterIn || f.element {
 		return false
 	}
 	for _, v := range f.values {

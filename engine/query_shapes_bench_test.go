@@ -76,6 +76,7 @@ func BenchmarkQueryShapes(b *testing.B) {
 		{"groupby-k-range", "SELECT c.k, COUNT(1) AS n FROM c WHERE c.k < 100 GROUP BY c.k", nil},
 		{"contains-ci", "SELECT * FROM c WHERE CONTAINS(c.name, 'USER 4242', true)", nil},
 		{"endswith", "SELECT * FROM c WHERE ENDSWITH(c.name, '4242')", nil},
+		{"array-contains-none", "SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, 'c')", nil},
 	}
 	for _, q := range queries {
 		b.Run(q.name, func(b *testing.B) {

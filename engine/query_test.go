@@ -174,8 +174,10 @@ func TestIndexUseIsProportionalToRows(t *testing.T) {
 	}
 	// A conjunct no index range serves is judged on the path's entries.
 	judged, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: "SELECT * FROM c WHERE c.k + 0 = 7", IndexMetrics: true})
-	if err != nil || len(judged.Rows) != 10 || judged.Examined > 100 {
-		t.Errorf("a conjunct judged on the entries: %d rows, %d examined, %v; want 10 rows, about 10 examined", len(judged.Rows), judged.Examined, err)
+	// (The documents in insertion order race the gathering: they take
+	// turns worth as much as the judged entries, see judgedEntryCost.)
+	if err != nil || len(judged.Rows) != 10 || judged.Examined > 200 {
+		t.Errorf("a conjunct judged on the entries: %d rows, %d examined, %v; want 10 rows, a tenth of the 2,000 documents at most", len(judged.Rows), judged.Examined, err)
 	}
 	scan, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: "SELECT * FROM c WHERE c.k + LENGTH(c.id) = 9", IndexMetrics: true})
 	if err != nil || len(scan.Rows) != 10 || scan.Examined != 2000 {

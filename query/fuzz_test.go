@@ -322,6 +322,12 @@ func hintHolds(w Hint, d *jsonv.Object) bool {
 	if !ok {
 		return false
 	}
+	if w.Element {
+		a, ok := v.([]jsonv.Value)
+		return ok && slices.ContainsFunc(a, func(el jsonv.Value) bool {
+			return slices.ContainsFunc(w.Values, func(x jsonv.Value) bool { return jsonv.Equal(el, x) })
+		})
+	}
 	switch w.Kind {
 	case HintEq, HintIn:
 		return slices.ContainsFunc(w.Values, func(x jsonv.Value) bool { return jsonv.Equal(v, x) })

@@ -83,6 +83,10 @@ type Hint struct {
 	Lo, Hi         jsonv.Value
 	LoIncl, HiIncl bool
 	HasLo, HasHi   bool
+	// Element says the hint constrains the elements of the array at Path,
+	// not its value: one of them satisfies it (ARRAY_CONTAINS(c.tags,
+	// 'a') is an element hint of kind HintEq).
+	Element bool
 }
 
 // OrderHint is one ORDER BY key that is a document path.
@@ -323,6 +327,25 @@ func (a *hintAnalyzer) hint(x Expr) (Hint, bool) {
 		switch {
 		case name == "IS_DEFINED" && len(y.Args) == 1:
 			return Hint{Path: path, Kind: HintDefined}, true
+		case name == "ARRAY_CONTAINS" && len(y.Args) >= 2 || name == "ARRAY_CONTAINS_ALL":
+			// An element equals the value: a scalar compares alike
+			// whether partial matches are asked for or not. Of ALL, any
+			// one value is a necessary condition.
+			v, ok := a.scalar(y.Args[1])
+			if !ok {
+				return Hint{}, false
+			}
+			return Hint{Path: path, Kind: HintEq, Values: []jsonv.Value{v}, Element: true}, true
+		case name == "ARRAY_CONTAINS_ANY":
+			vals := make([]jsonv.Value, 0, len(y.Args)-1)
+			for _, arg := range y.Args[1:] {
+				v, ok := a.scalar(arg)
+				if !ok {
+					return Hint{}, false
+				}
+				vals = append(vals, v)
+			}
+			return Hint{Path: path, Kind: HintIn, Values: vals, Element: true}, true
 		case name == "STARTSWITH" && (len(y.Args) == 2 || len(y.Args) == 3):
 			p, ok := a.constant(y.Args[1])
 			if s, isString := p.(string); ok && isString {
@@ -372,10 +395,10 @@ func (q *Query) MinMaxPath() (path []string, max bool, ok bool) {
 func (a *hintAnalyzer) anyOf(x *BinaryExpr) (Hint, bool) {
 	l, lok := a.hint(x.X)
 	r, rok := a.hint(x.Y)
-	if !lok || !rok || !slices.Equal(l.Path, r.Path) || !l.Kind.oneOf() || !r.Kind.oneOf() {
+	if !lok || !rok || !slices.Equal(l.Path, r.Path) || l.Element != r.Element || !l.Kind.oneOf() || !r.Kind.oneOf() {
 		return Hint{}, false
 	}
-	return Hint{Path: l.Path, Kind: HintIn, Values: append(slices.Clip(l.Values), r.Values...)}, true
+	return Hint{Path: l.Path, Kind: HintIn, Values: append(slices.Clip(l.Values), r.Values...), Element: l.Element}, true
 }
 
 // oneOf reports whether a hint of kind k holds its path to a list of values.
@@ -435,7 +458,7 @@ func (q *Query) ReadsDocuments() bool { return q.stmt.From != nil }
 // from params; ok is false if no conjunct pins the path to one value.
 func (h Hints) PinnedPath(path []string) (v jsonv.Value, ok bool) {
 	for _, w := range h.Where {
-		if !slices.Equal(w.Path, path) {
+		if w.Element || !slices.Equal(w.Path, path) {
 			continue
 		}
 		if (w.Kind == HintEq || w.Kind == HintIn) && len(w.Values) == 1 {
