@@ -8,8 +8,8 @@ import (
 )
 
 // TestArrayContainsUsesTheIndex: ARRAY_CONTAINS, ARRAY_CONTAINS_ANY and
-// ARRAY_CONTAINS_ALL on a document path read the index entries of the
-// array's elements, so a rare element costs its documents, not a scan; and
+// ARRAY_CONTAINS_ALL on a document path, and conditions on a JOIN's
+// variable, read the index entries of the array's elements, so a rare element costs its documents, not a scan; and
 // every page is what a container whose policy leaves the array out gives,
 // across duplicates, nested arrays, an object with a member named "[]"
 // (whose entries are an array's), a scalar where an array is expected,
@@ -48,6 +48,10 @@ func TestArrayContainsUsesTheIndex(t *testing.T) {
 		"SELECT c.id FROM c WHERE ARRAY_CONTAINS(c.tags, 'rare') OR ARRAY_CONTAINS(c.tags, 'b')",
 		"SELECT VALUE COUNT(1) FROM c WHERE ARRAY_CONTAINS(c.tags, 'rare')",
 		"SELECT c.id FROM c WHERE ARRAY_CONTAINS(c.tags, 'a') ORDER BY c.id DESC",
+		"SELECT c.id, t FROM c JOIN t IN c.tags WHERE t = 'rare'",
+		"SELECT VALUE COUNT(1) FROM c JOIN t IN c.tags WHERE t = 'rare'",
+		"SELECT DISTINCT VALUE c.id FROM c JOIN t IN c.tags WHERE t IN ('rare', 5)",
+		"SELECT c.id, t FROM c JOIN t IN c.tags WHERE STARTSWITH(t, 'ra')",
 	}
 	check := func(stage string) {
 		t.Helper()

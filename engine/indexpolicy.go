@@ -9,11 +9,13 @@ import (
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/jsonv"
+	"github.com/lethe-db/lethe/query"
 )
 
 // arrayElem is the path segment that stands for "any element of an array", as
-// "[]" does in Cosmos DB index paths (/tags/[]/?).
-const arrayElem = "[]"
+// "[]" does in Cosmos DB index paths (/tags/[]/?), and as it does in the
+// paths of the query planner's element hints.
+const arrayElem = query.ElementSegment
 
 // pathPattern is one included or excluded path of an indexing policy:
 // segments, then "?" (exactly the value at that path) or "*" (that path and

@@ -40,9 +40,10 @@ type filterSpec struct {
 	hasHi  bool
 	loIncl bool
 	hiIncl bool
-	// element: path ends with arrayElem, for a hint on the elements of an
-	// array (ARRAY_CONTAINS). Its entries are a superset of the documents
-	// it matches: an object's member named "[]" has the same entries.
+	// element: path goes through the elements of an array (arrayElem
+	// segments), for a hint on them (ARRAY_CONTAINS, a JOIN's alias). Its
+	// entries are a superset of the documents it matches: an object's
+	// member named "[]" has the same entries.
 	element bool
 }
 
@@ -437,9 +438,7 @@ func filtersFromHints(h query.Hints) []filterSpec {
 	var out []filterSpec
 	for _, x := range h.Where {
 		f := filterSpec{path: x.Path, values: x.Values, lo: x.Lo, hi: x.Hi, hasLo: x.HasLo, hasHi: x.HasHi, loIncl: x.LoIncl, hiIncl: x.HiIncl}
-		if x.Element {
-			f.path, f.element = append(slices.Clip(x.Path), arrayElem), true
-		}
+		f.element = x.Element // its path's element segments are the index's (arrayElem)
 		switch x.Kind {
 		case query.HintEq:
 			f.kind = filterEq

@@ -316,24 +316,47 @@ func checkPathConditions(t *testing.T, q *Query, docs []*jsonv.Object, opts Exec
 }
 
 // hintHolds reports whether d satisfies hint w; ranges and IS_DEFINED are
-// taken to hold.
+// taken to hold. An element hint holds when one of the values its path
+// reaches through the arrays' elements satisfies it.
 func hintHolds(w Hint, d *jsonv.Object) bool {
-	v, ok := valueAtPath(d, w.Path)
+	for _, v := range valuesAt(d, w.Path) {
+		switch w.Kind {
+		case HintEq, HintIn:
+			if slices.ContainsFunc(w.Values, func(x jsonv.Value) bool { return jsonv.Equal(v, x) }) {
+				return true
+			}
+		case HintPrefix:
+			if s, ok := v.(string); ok && strings.HasPrefix(s, w.Values[0].(string)) {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// valuesAt returns the values at path in v, each element of an array at an
+// ElementSegment standing for it.
+func valuesAt(v jsonv.Value, path []string) []jsonv.Value {
+	if len(path) == 0 {
+		return []jsonv.Value{v}
+	}
+	if path[0] == ElementSegment {
+		a, _ := v.([]jsonv.Value)
+		var out []jsonv.Value
+		for _, el := range a {
+			out = append(out, valuesAt(el, path[1:])...)
+		}
+		return out
+	}
+	o, ok := v.(*jsonv.Object)
 	if !ok {
-		return false
+		return nil
 	}
-	if w.Element {
-		a, ok := v.([]jsonv.Value)
-		return ok && slices.ContainsFunc(a, func(el jsonv.Value) bool {
-			return slices.ContainsFunc(w.Values, func(x jsonv.Value) bool { return jsonv.Equal(el, x) })
-		})
+	m, ok := o.Get(path[0])
+	if !ok {
+		return nil
 	}
-	switch w.Kind {
-	case HintEq, HintIn:
-		return slices.ContainsFunc(w.Values, func(x jsonv.Value) bool { return jsonv.Equal(v, x) })
-	case HintPrefix:
-		s, ok := v.(string)
-		return ok && strings.HasPrefix(s, w.Values[0].(string))
-	}
-	return true
+	return valuesAt(m, path[1:])
 }

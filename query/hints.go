@@ -83,9 +83,10 @@ type Hint struct {
 	Lo, Hi         jsonv.Value
 	LoIncl, HiIncl bool
 	HasLo, HasHi   bool
-	// Element says the hint constrains the elements of the array at Path,
-	// not its value: one of them satisfies it (ARRAY_CONTAINS(c.tags,
-	// 'a') is an element hint of kind HintEq).
+	// Element says Path goes through the elements of an array (its
+	// ElementSegment segments): the hint holds for one of the values
+	// there. ARRAY_CONTAINS(c.tags, 'a') and "JOIN t IN c.tags WHERE t =
+	// 'a'" both give the hint of kind HintEq on tags/[].
 	Element bool
 }
 
@@ -110,7 +111,19 @@ func (q *Query) Hints(params map[string]jsonv.Value) Hints {
 	}
 	a.root = s.From.Alias.Name
 	if s.Where != nil {
-		h.Conjuncts = a.conjuncts(s.Where, &h.Where)
+		// WHERE may constrain the elements a JOIN binds: "JOIN t IN
+		// c.tags WHERE t = 'x'" holds for a document only if an element
+		// of its tags is 'x'.
+		w := a
+		for _, j := range s.Joins {
+			if base, ok := w.path(j.X); ok && j.In && j.Alias != nil {
+				if w.elems == nil {
+					w.elems = map[string][]string{}
+				}
+				w.elems[j.Alias.Name] = append(base, ElementSegment)
+			}
+		}
+		h.Conjuncts = w.conjuncts(s.Where, &h.Where)
 	}
 	for _, o := range s.OrderBy {
 		path, ok := a.path(o.X)
@@ -127,7 +140,15 @@ type hintAnalyzer struct {
 	params map[string]jsonv.Value
 	root   string   // the FROM alias
 	prefix []string // the document path the alias stands for
+	// elems maps the aliases that JOIN ... IN binds to the elements of an
+	// array to the document path of those elements (ending with
+	// ElementSegment).
+	elems map[string][]string
 }
+
+// ElementSegment is the path segment that stands for any element of the
+// array at the path before it, in the path of a hint with Element set.
+const ElementSegment = "[]"
 
 // rootPrefix records the document path of a top-level FROM path (c, or
 // c.children); false if it has an array index.
@@ -166,10 +187,13 @@ func (a *hintAnalyzer) path(x Expr) ([]string, bool) {
 			x = y.X
 			continue
 		case *Ident:
+			base := a.prefix
 			if y.Name != a.root {
-				return nil, false
+				if base = a.elems[y.Name]; base == nil {
+					return nil, false
+				}
 			}
-			path := append([]string(nil), a.prefix...)
+			path := append([]string(nil), base...)
 			for i := len(rev) - 1; i >= 0; i-- {
 				path = append(path, rev[i])
 			}
@@ -181,8 +205,8 @@ func (a *hintAnalyzer) path(x Expr) ([]string, bool) {
 		case *IndexExpr:
 			v, ok := a.constant(y.Index)
 			s, isString := v.(string)
-			if !ok || !isString {
-				return nil, false
+			if !ok || !isString || s == ElementSegment {
+				return nil, false // a member named "[]" is not the elements
 			}
 			rev = append(rev, s)
 			x = y.X
@@ -250,6 +274,15 @@ func (a *hintAnalyzer) conjuncts(x Expr, out *[]Hint) int {
 var flipped = map[Token]Token{EQL: EQL, LSS: GTR, LEQ: GEQ, GTR: LSS, GEQ: LEQ}
 
 func (a *hintAnalyzer) hint(x Expr) (Hint, bool) {
+	h, ok := a.hintOf(x)
+	if ok && slices.Contains(h.Path, ElementSegment) {
+		h.Element = true
+	}
+	return h, ok
+}
+
+// hintOf is hint but for Element, which follows from the path.
+func (a *hintAnalyzer) hintOf(x Expr) (Hint, bool) {
 	if path, ok := a.path(x); ok { // a bare path must be true
 		return Hint{Path: path, Kind: HintEq, Values: []jsonv.Value{true}}, true
 	}
@@ -335,7 +368,7 @@ func (a *hintAnalyzer) hint(x Expr) (Hint, bool) {
 			if !ok {
 				return Hint{}, false
 			}
-			return Hint{Path: path, Kind: HintEq, Values: []jsonv.Value{v}, Element: true}, true
+			return Hint{Path: append(path, ElementSegment), Kind: HintEq, Values: []jsonv.Value{v}}, true
 		case name == "ARRAY_CONTAINS_ANY":
 			vals := make([]jsonv.Value, 0, len(y.Args)-1)
 			for _, arg := range y.Args[1:] {
@@ -345,7 +378,7 @@ func (a *hintAnalyzer) hint(x Expr) (Hint, bool) {
 				}
 				vals = append(vals, v)
 			}
-			return Hint{Path: path, Kind: HintIn, Values: vals, Element: true}, true
+			return Hint{Path: append(path, ElementSegment), Kind: HintIn, Values: vals}, true
 		case name == "STARTSWITH" && (len(y.Args) == 2 || len(y.Args) == 3):
 			p, ok := a.constant(y.Args[1])
 			if s, isString := p.(string); ok && isString {

@@ -245,6 +245,9 @@ func hintsText(h Hints) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "streaming=%v aggregate=%v\n", h.Streaming, h.Aggregate)
 	for _, c := range h.Where {
+		if c.Element {
+			b.WriteString("element ")
+		}
 		fmt.Fprintf(&b, "%s %s", c.Kind, pathText(c.Path))
 		for _, v := range c.Values {
 			b.WriteString(" " + string(jsonv.Marshal(v)))
