@@ -77,6 +77,8 @@ func BenchmarkQueryShapes(b *testing.B) {
 		{"contains-ci", "SELECT * FROM c WHERE CONTAINS(c.name, 'USER 4242', true)", nil},
 		{"endswith", "SELECT * FROM c WHERE ENDSWITH(c.name, '4242')", nil},
 		{"array-contains-none", "SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, 'c')", nil},
+		{"join-tag-none", "SELECT c.id FROM c JOIN t IN c.tags WHERE t = 'c'", nil},
+		{"join-tag", "SELECT c.id FROM c JOIN t IN c.tags WHERE t = 'b'", nil},
 	}
 	for _, q := range queries {
 		b.Run(q.name, func(b *testing.B) {
