@@ -25,6 +25,10 @@ type docReader struct {
 	// (query.Query.ReadsOnlyRawAndFirstKey): documents are yielded as an
 	// object holding only the value there, read without parsing the rest.
 	keyPath []string
+	// paths, when set, are every document path the executor reads
+	// (query.Query.ReadPaths): documents are yielded as objects holding
+	// only the values there, read without parsing the rest.
+	paths [][]string
 	// countOnly: the executor reads nothing of the documents (a count:
 	// query.Query.ReadsNoDocument, with no WHERE or one the index answers
 	// exactly), so candidates are yielded without a lookup but for those in
@@ -92,12 +96,47 @@ func (d *docReader) parsed(src candidates) (*jsonv.Object, uint64, bool, error) 
 		}
 		return valueOnlyAt(d.keyPath, v, present), seq, true, nil
 	}
-	o, err := jsonv.ParseStoredObject(rec.json)
+	o, err := parseStored(rec.json, d.paths)
 	if err != nil {
 		d.err = err
 		return nil, 0, false, err
 	}
 	return o, seq, true, nil
+}
+
+// parseStored parses a document's stored JSON: whole, or, when paths is
+// not nil, into an object that holds only its values at paths, each parsed
+// alone (see query.Query.ReadPaths).
+func parseStored(b []byte, paths [][]string) (*jsonv.Object, error) {
+	if paths == nil {
+		return jsonv.ParseStoredObject(b)
+	}
+	o := jsonv.NewObject(len(paths))
+	for _, path := range paths {
+		v, present, err := jsonv.StoredMember(b, path)
+		if err != nil {
+			return nil, err
+		}
+		if present {
+			setMade(o, path, v)
+		}
+	}
+	return o, nil
+}
+
+// setMade sets the value at path in o to v, making the objects on the way
+// that o lacks.
+func setMade(o *jsonv.Object, path []string, v jsonv.Value) {
+	for _, name := range path[:len(path)-1] {
+		next, _ := o.Get(name)
+		obj, isObject := next.(*jsonv.Object)
+		if !isObject {
+			obj = jsonv.NewObject(1)
+			o.Set(name, obj)
+		}
+		o = obj
+	}
+	o.Set(path[len(path)-1], v)
 }
 
 // reader returns d, for the sources that embed it.
@@ -175,16 +214,9 @@ func (s *scope) expiredSeqs(r kv.Reader) (expired map[uint64]struct{}, ok bool) 
 // only that path sees it.
 func valueOnlyAt(path []string, v jsonv.Value, present bool) *jsonv.Object {
 	o := jsonv.NewObject(1)
-	if !present {
-		return o
+	if present {
+		setMade(o, path, v)
 	}
-	cur := o
-	for _, name := range path[:len(path)-1] {
-		next := jsonv.NewObject(1)
-		cur.Set(name, next)
-		cur = next
-	}
-	cur.Set(path[len(path)-1], v)
 	return o
 }
 

@@ -344,13 +344,34 @@ func (s *scope) pkScope(pk lethe.PartitionKey, allowPrefix bool) ([]byte, error)
 	return appendTuple(nil, pk), nil
 }
 
-// querySource picks how a query reads the container: a composite index that
+// querySource is planSource, with the source set to parse only the paths
+// the query reads when it reads nothing else of its documents
+// (query.Query.ReadPaths).
+func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, part *indexPlan, pk *filterSpec, filter *docFilter, lookAhead int) (querySource, sourcePlan) {
+	src, sp := s.planSource(r, q, params, part, pk, filter, lookAhead)
+	paths, ok := q.ReadPaths(params)
+	if !ok {
+		return src, sp
+	}
+	switch x := src.(type) {
+	case *pathOnlySource: // yields such objects already
+	case *keyOrderScan:
+		x.paths = paths
+	case interface{ reader() *docReader }:
+		if d := x.reader(); !d.rawOnly && !d.countOnly && d.keyPath == nil {
+			d.paths = paths
+		}
+	}
+	return src, sp
+}
+
+// planSource picks how a query reads the container: a composite index that
 // yields its ORDER BY's order (see planComposite), an index plan when the
 // index is usable and a WHERE conjunct can use it, else a scan in insertion
 // order. Partition scoping (a full key or a hierarchical prefix) applies
 // either way; pk is the equality the request's partition key implies, or
 // nil.
-func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, part *indexPlan, pk *filterSpec, filter *docFilter, lookAhead int) (querySource, sourcePlan) {
+func (s *scope) planSource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, part *indexPlan, pk *filterSpec, filter *docFilter, lookAhead int) (querySource, sourcePlan) {
 	if s.c.indexUsable() {
 		h := q.Hints(params)
 		filters := filtersFromHints(h)
@@ -397,6 +418,14 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 		// A conjunct no range serves may still be judged on the entries.
 		if src, sp, ok := s.conditionSource(r, q, params, part, filter, lookAhead); ok {
 			return src, sp
+		}
+	}
+	// A query that reads every document in any order reads them in the
+	// order of their keys, but for a count without WHERE, which counts
+	// the documents' entries.
+	if q.Filters() || !q.ReadsNoDocument() {
+		if src, ok := s.keyOrderSource(r, q.Hints(params), filter); ok {
+			return src, sourcePlan{unordered: true}
 		}
 	}
 	// SELECT * without WHERE returns every document's stored JSON unparsed;

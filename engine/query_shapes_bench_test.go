@@ -79,6 +79,8 @@ func BenchmarkQueryShapes(b *testing.B) {
 		{"array-contains-none", "SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, 'c')", nil},
 		{"join-tag-none", "SELECT c.id FROM c JOIN t IN c.tags WHERE t = 'c'", nil},
 		{"join-tag", "SELECT c.id FROM c JOIN t IN c.tags WHERE t = 'b'", nil},
+		{"groupby-status-sum", "SELECT c.status, SUM(c.score) AS s FROM c GROUP BY c.status", nil},
+		{"count-two-paths", "SELECT VALUE COUNT(1) FROM c WHERE c.k + c.t > 100000", nil},
 	}
 	for _, q := range queries {
 		b.Run(q.name, func(b *testing.B) {

@@ -159,6 +159,7 @@ func FuzzExecute(f *testing.F) {
 			return // RAND(): the statement's rows differ from one run to the next
 		}
 		checkOnlyPath(t, q, docs, want, opts)
+		checkReadPaths(t, q, docs, want, opts)
 		var got []string
 		var after Cursor
 		for emitted := 0; ; {
@@ -248,13 +249,7 @@ func checkOnlyPath(t *testing.T, q *Query, docs []*jsonv.Object, want []string, 
 		seen[key] = true
 		o := jsonv.NewObject(1)
 		if present {
-			at := o
-			for _, name := range path[:len(path)-1] {
-				next := jsonv.NewObject(1)
-				at.Set(name, next)
-				at = next
-			}
-			at.Set(path[len(path)-1], v)
+			setAtPath(o, path, v)
 		}
 		src.docs, src.seqs = append([]*jsonv.Object{o}, src.docs...), append([]uint64{uint64(i + 1)}, src.seqs...)
 	}
@@ -270,6 +265,54 @@ func checkOnlyPath(t *testing.T, q *Query, docs []*jsonv.Object, want []string, 
 	if !equalRows(got, want) {
 		t.Fatalf("over the values at %q only (first of each: %v):\n%s\nover the documents:\n%s", path, firstOnly, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// checkReadPaths fails unless a query whose reads of its documents are
+// property paths (ReadPaths) returns its rows want over objects that hold
+// only each document's values at those paths, as an engine that parses only
+// them yields.
+func checkReadPaths(t *testing.T, q *Query, docs []*jsonv.Object, want []string, opts ExecOptions) {
+	t.Helper()
+	paths, ok := q.ReadPaths(opts.Params)
+	if !ok {
+		return
+	}
+	reduced := make([]*jsonv.Object, len(docs))
+	for i, d := range docs {
+		o := jsonv.NewObject(len(paths))
+		for _, path := range paths {
+			if v, present := valueAtPath(d, path); present {
+				setAtPath(o, path, v)
+			}
+		}
+		reduced[i] = o
+	}
+	page, err := q.Execute(newSliceSource(reduced), opts)
+	if err != nil {
+		t.Fatalf("over the values at %q only: %v", paths, err)
+	}
+	var got []string
+	for _, r := range page.Rows {
+		got = append(got, string(r))
+	}
+	if !equalRows(got, want) {
+		t.Fatalf("over the values at %q only:\n%s\nover the documents:\n%s", paths, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// setAtPath sets the value at path in o to v, making the objects on the way
+// that o lacks.
+func setAtPath(o *jsonv.Object, path []string, v jsonv.Value) {
+	for _, name := range path[:len(path)-1] {
+		next, _ := o.Get(name)
+		obj, isObject := next.(*jsonv.Object)
+		if !isObject {
+			obj = jsonv.NewObject(1)
+			o.Set(name, obj)
+		}
+		o = obj
+	}
+	o.Set(path[len(path)-1], v)
 }
 
 // valueAtPath returns the value at path in d, and whether there is one.

@@ -114,3 +114,67 @@ func (q *Query) OnePerValue() bool {
 	s := q.stmt
 	return s.plan == planDistinct || s.plan == planOrderDistinct || s.plan == planGroup && len(s.aggs) == 0
 }
+
+// ReadPaths returns the document paths a query over whole documents reads,
+// when it reads nothing else of them: every reference to its FROM alias is a
+// property path (c.a.b, c["a"]), in any clause and in the arrays its JOINs
+// iterate, and it has no subquery and no SELECT *. Executed over objects that
+// hold only each document's values at those paths, it returns what it
+// returns over the documents themselves, so an engine may parse only those
+// values. A path that another returned path leads to is left out: the value
+// of the shorter holds it.
+func (q *Query) ReadPaths(params map[string]jsonv.Value) ([][]string, bool) {
+	s := q.stmt
+	if s.From == nil || s.From.In || s.Star {
+		return nil, false
+	}
+	if _, whole := s.From.X.(*Ident); !whole {
+		return nil, false
+	}
+	a := hintAnalyzer{params: params, root: s.From.Alias.Name}
+	var paths [][]string
+	failed := false
+	var visit func(x Expr)
+	visit = func(x Expr) {
+		if x == nil || failed {
+			return
+		}
+		if p, ok := a.path(x); ok {
+			paths = append(paths, p)
+			return
+		}
+		switch y := x.(type) {
+		case *Ident:
+			failed = failed || y.Name == a.root // the whole document
+		case *SubqueryExpr:
+			failed = true
+		default:
+			eachChild(x, func(c Expr) bool { visit(c); return !failed })
+		}
+	}
+	for _, it := range s.Items {
+		visit(it.X)
+	}
+	for _, j := range s.Joins {
+		visit(j.X)
+	}
+	visit(s.Where)
+	for _, k := range s.GroupBy {
+		visit(k)
+	}
+	for _, o := range s.OrderBy {
+		visit(o.X)
+	}
+	if failed {
+		return nil, false
+	}
+	slices.SortFunc(paths, slices.Compare)
+	out := paths[:0]
+	for _, p := range paths {
+		if n := len(out); n > 0 && len(out[n-1]) <= len(p) && slices.Equal(out[n-1], p[:len(out[n-1])]) {
+			continue // the same path, or one the last kept leads to
+		}
+		out = append(out, p)
+	}
+	return out, true
+}

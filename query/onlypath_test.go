@@ -1,6 +1,7 @@
 package query
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -58,6 +59,44 @@ func TestOnlyPath(t *testing.T) {
 		path, spelled, ok := q.OnlyPath(params)
 		if ok != (c.path != nil) || !slices.Equal(path, c.path) || ok && spelled != c.spelled {
 			t.Errorf("%s: OnlyPath = %q, spelled %v, %v; want %q, spelled %v", c.text, path, spelled, ok, c.path, c.spelled)
+		}
+	}
+}
+
+func TestReadPaths(t *testing.T) {
+	for _, c := range []struct {
+		text  string
+		paths string // "" when not ok
+	}{
+		{"SELECT c.id, c.a.b FROM c WHERE c.a.c > 1 ORDER BY c.x", `[[a b] [a c] [id] [x]]`},
+		{"SELECT c.a, c.a.b FROM c WHERE c['a'].c > 1", `[[a]]`},
+		{"SELECT c.s, SUM(c.n) FROM c GROUP BY c.s", `[[n] [s]]`},
+		{"SELECT c.id, t FROM c JOIN t IN c.tags WHERE t.k = 1", `[[id] [tags]]`},
+		{"SELECT VALUE COUNT(1) FROM c", `[]`},
+		{"SELECT a, a2 FROM (SELECT VALUE c) x", ""},
+		{"SELECT * FROM c WHERE c.a = 1", ""},
+		{"SELECT VALUE c FROM c", ""},
+		{"SELECT c.id FROM c WHERE EXISTS(SELECT VALUE t FROM t IN c.tags)", ""},
+		{"SELECT t FROM t IN c.tags", ""},
+		{"SELECT c.id FROM c WHERE IS_DEFINED(c[c.k])", ""},
+	} {
+		q, err := Parse(c.text)
+		if err != nil {
+			if c.paths == "" {
+				continue
+			}
+			t.Fatalf("%s: %v", c.text, err)
+		}
+		paths, ok := q.ReadPaths(nil)
+		got := ""
+		if ok {
+			got = fmt.Sprint(paths)
+			if len(paths) == 0 {
+				got = "[]"
+			}
+		}
+		if got != c.paths {
+			t.Errorf("%s: ReadPaths = %s, want %s", c.text, got, c.paths)
 		}
 	}
 }
