@@ -25,7 +25,9 @@ import (
 //   - a string the index cuts to its prefix, an object or array (the
 //     entry is a marker), and a number whose spelling the query may return
 //     (5.0, 5e0: the index holds its value only) are read from the
-//     document (entryValue);
+//     document (entryValue); of equal numbers whose spelling reaches the
+//     result only as the first document's (a GROUP BY key, MIN, a DISTINCT
+//     row: query.SpellingFirst), the first live entry's;
 //   - a document without the path has no entry, so, unless a WHERE
 //     conjunct on the path rules such documents out (the read is then
 //     narrowed to the conjunct's ranges), as many empty objects are yielded
@@ -46,7 +48,10 @@ type pathOnlySource struct {
 	ranges    []keyRange
 	filter    *docFilter
 	expired   map[uint64]struct{} // expired and not yet purged
-	spelled   bool                // a number's spelling may reach the result
+	spelling  query.Spelling      // how a number's spelling may reach the result
+	// firstNumber is the encoded number whose first live entry was last
+	// sent to its document for its spelling (query.SpellingFirst).
+	firstNumber []byte
 	// valueless: the executor looks at no document (a count whose WHERE
 	// the read answers exactly), so entries are yielded without their
 	// values.
@@ -89,7 +94,7 @@ type pathOnlySource struct {
 // a WHERE conjunct on the path, or more documents than a count collects
 // await the purge.
 func (s *scope) pathOnlySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, h query.Hints, filters []filterSpec, part *indexPlan, filter *docFilter, lookAhead int) (querySource, sourcePlan, bool) {
-	path, spelled, ok := q.OnlyPath(params)
+	path, spelling, ok := q.OnlyPath(params)
 	if !ok || part != nil || !s.l.index.indexed(path) {
 		return nil, sourcePlan{}, false
 	}
@@ -112,7 +117,7 @@ func (s *scope) pathOnlySource(r kv.Reader, q *query.Query, params map[string]js
 		return nil, sourcePlan{}, false
 	}
 	x := &pathOnlySource{docReader: newDocReader(s, r, lookAhead), path: path, prefix: prefix, ranges: p.ranges,
-		filter: filter, expired: expired, spelled: spelled, left: -1}
+		filter: filter, expired: expired, spelling: spelling, left: -1}
 	x.keyPath = path // a looked-up document is read for its value at the path only
 	sp := sourcePlan{path: path, unordered: true}
 	if narrowed && q.ReadsNoDocument() && h.Conjuncts == 1 && len(filters) == 1 && exactRange(filters[0]) {
@@ -263,7 +268,13 @@ func (x *pathOnlySource) Next() (*jsonv.Object, uint64, bool, error) {
 		if x.lastDoc != nil && bytes.Equal(enc, x.lastEnc) {
 			return x.lastDoc, seq, true, nil
 		}
-		v, exact, err := entryValue(enc, x.spelled)
+		// Of equal numbers, the result keeps the first document's
+		// spelling (query.SpellingFirst), or may read each one's.
+		spelled := x.spelling == query.SpellingEach
+		if x.spelling == query.SpellingFirst && enc[0] == tagNumber && !bytes.Equal(enc, x.firstNumber) {
+			x.firstNumber, spelled = append(x.firstNumber[:0], enc...), true
+		}
+		v, exact, err := entryValue(enc, spelled)
 		if err != nil {
 			return x.fail(err)
 		}

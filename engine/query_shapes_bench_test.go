@@ -80,6 +80,7 @@ func BenchmarkQueryShapes(b *testing.B) {
 		{"join-tag-none", "SELECT c.id FROM c JOIN t IN c.tags WHERE t = 'c'", nil},
 		{"join-tag", "SELECT c.id FROM c JOIN t IN c.tags WHERE t = 'b'", nil},
 		{"groupby-status-sum", "SELECT c.status, SUM(c.score) AS s FROM c GROUP BY c.status", nil},
+		{"groupby-k", "SELECT c.k, COUNT(1) AS n FROM c GROUP BY c.k", nil},
 		{"count-two-paths", "SELECT VALUE COUNT(1) FROM c WHERE c.k + c.t > 100000", nil},
 	}
 	for _, q := range queries {

@@ -7,6 +7,25 @@ import (
 	"github.com/lethe-db/lethe/jsonv"
 )
 
+// Spelling says how the text of a number at a path (5.0, 5e0,
+// 9007199254740993) may reach a query's result, beyond its value, which is
+// all that an index that holds a float64 gives.
+type Spelling uint8
+
+const (
+	// SpellingIgnored: only the number's value counts (comparisons,
+	// arithmetic, SUM, AVG, COUNT, the IS_ type checks).
+	SpellingIgnored Spelling = iota
+	// SpellingFirst: the number may be returned as it is spelled, but only
+	// as the first document holding an equal value spells it: a GROUP BY
+	// key, a DISTINCT row, MIN or MAX, a projected value. Of a run of equal
+	// values, the first document's spelling is the one the result keeps.
+	SpellingFirst
+	// SpellingEach: every document's spelling may count, because a function
+	// reads it (IntAdd and its kin read an integer's text exactly).
+	SpellingEach
+)
+
 // OnlyPath returns the one document path that a query reading every document
 // it selects looks at: an aggregate, GROUP BY or DISTINCT over whole documents
 // (no JOIN, FROM ... IN or subquery) whose every reference to its FROM alias
@@ -15,55 +34,50 @@ import (
 // a document lacks it), such a query returns what it returns over the
 // documents themselves, in any order the source yields them (see
 // ExecOptions.Unordered): an engine may then read the values from an index
-// instead of the documents.
-//
-// spelled reports whether the text of a number at the path may reach a
-// result: a number's value is all that comparisons, arithmetic, SUM, AVG,
-// COUNT and the IS_ type checks see, but a select list, a GROUP BY key, MIN,
-// MAX or another function may return the number as the document spells it
-// (5.0, 5e0), which an index that holds only its value cannot give.
-func (q *Query) OnlyPath(params map[string]jsonv.Value) (path []string, spelled bool, ok bool) {
+// instead of the documents. spelling says how much of a number's text the
+// objects must keep.
+func (q *Query) OnlyPath(params map[string]jsonv.Value) (path []string, spelling Spelling, ok bool) {
 	s := q.stmt
 	switch s.plan {
 	case planAggregate, planGroup, planDistinct, planOrderDistinct:
 	default:
-		return nil, false, false
+		return nil, 0, false
 	}
 	if s.From == nil || s.From.In || len(s.Joins) > 0 || s.Star {
-		return nil, false, false
+		return nil, 0, false
 	}
 	if _, whole := s.From.X.(*Ident); !whole {
-		return nil, false, false
+		return nil, 0, false
 	}
 	w := pathWalk{a: hintAnalyzer{params: params, root: s.From.Alias.Name}}
 	for _, it := range s.Items {
-		w.visit(it.X, false)
+		w.visit(it.X, SpellingFirst)
 	}
-	w.visit(s.Where, true)
+	w.visit(s.Where, SpellingIgnored)
 	for _, k := range s.GroupBy {
-		w.visit(k, false)
+		w.visit(k, SpellingFirst)
 	}
 	for _, o := range s.OrderBy {
-		w.visit(o.X, true)
+		w.visit(o.X, SpellingIgnored)
 	}
 	if w.failed || w.path == nil {
-		return nil, false, false
+		return nil, 0, false
 	}
-	return w.path, w.spelled, true
+	return w.path, w.spelling, true
 }
 
-// pathWalk finds the one document path an expression tree reads, and
-// whether a number's spelling there may reach its value (see OnlyPath).
+// pathWalk finds the one document path an expression tree reads, and how a
+// number's spelling there may reach its value (see OnlyPath).
 type pathWalk struct {
-	a       hintAnalyzer
-	path    []string
-	spelled bool
-	failed  bool
+	a        hintAnalyzer
+	path     []string
+	spelling Spelling
+	failed   bool
 }
 
-// visit walks x; valueOnly says that only the value of what x yields
-// matters to its parent, not a number's spelling.
-func (w *pathWalk) visit(x Expr, valueOnly bool) {
+// visit walks x, whose parent lets a number's spelling reach the result as
+// spelling says.
+func (w *pathWalk) visit(x Expr, spelling Spelling) {
 	if x == nil || w.failed {
 		return
 	}
@@ -72,7 +86,7 @@ func (w *pathWalk) visit(x Expr, valueOnly bool) {
 			w.failed = true
 		}
 		w.path = p
-		w.spelled = w.spelled || !valueOnly
+		w.spelling = max(w.spelling, spelling)
 		return
 	}
 	switch y := x.(type) {
@@ -82,25 +96,38 @@ func (w *pathWalk) visit(x Expr, valueOnly bool) {
 	case *BinaryExpr:
 		// Every operator but ?? makes a new value: a comparison's or
 		// logic's boolean, arithmetic's number, a concatenation's string.
-		w.visit(y.X, valueOnly || y.Op != COALESCE)
-		w.visit(y.Y, valueOnly || y.Op != COALESCE)
+		if y.Op != COALESCE {
+			spelling = SpellingIgnored
+		}
+		w.visit(y.X, spelling)
+		w.visit(y.Y, spelling)
 	case *UnaryExpr:
-		w.visit(y.X, valueOnly || y.Op != ADD) // +x is x
+		if y.Op != ADD { // +x is x
+			spelling = SpellingIgnored
+		}
+		w.visit(y.X, spelling)
 	case *InExpr, *BetweenExpr, *LikeExpr:
-		eachChild(x, func(c Expr) bool { w.visit(c, true); return true })
+		eachChild(x, func(c Expr) bool { w.visit(c, SpellingIgnored); return true })
 	case *CondExpr:
-		w.visit(y.Cond, true)
-		w.visit(y.Then, valueOnly)
-		w.visit(y.Else, valueOnly)
+		w.visit(y.Cond, SpellingIgnored)
+		w.visit(y.Then, spelling)
+		w.visit(y.Else, spelling)
 	case *AggregateExpr:
-		w.visit(y.Arg, valueOnly || y.Name != "MIN" && y.Name != "MAX")
+		if y.Name != "MIN" && y.Name != "MAX" { // which keep the first of equal values
+			spelling = SpellingIgnored
+		}
+		w.visit(y.Arg, spelling)
 	case *CallExpr:
 		// A function may return its argument, or turn its text into a
-		// value (ToString): only the type checks see nothing but its type.
-		typeCheck := strings.HasPrefix(strings.ToUpper(y.Fun.Name), "IS_")
-		eachChild(x, func(c Expr) bool { w.visit(c, typeCheck); return true })
+		// value (IntAdd reads an integer's text exactly): only the type
+		// checks see nothing but its type.
+		spelling = SpellingEach
+		if strings.HasPrefix(strings.ToUpper(y.Fun.Name), "IS_") {
+			spelling = SpellingIgnored
+		}
+		eachChild(x, func(c Expr) bool { w.visit(c, spelling); return true })
 	default:
-		eachChild(x, func(c Expr) bool { w.visit(c, valueOnly); return true })
+		eachChild(x, func(c Expr) bool { w.visit(c, spelling); return true })
 	}
 }
 

@@ -13,7 +13,8 @@ type PathCondition struct {
 	// Path is the document path the condition reads.
 	Path []string
 	// Spelled reports whether the text of a number at the path may decide
-	// the condition (ToString(c.n) = '5.0'), not only its value.
+	// the condition (IntMod(c.n, 2) = 1 reads an integer's text exactly),
+	// not only its value.
 	Spelled bool
 
 	x   Expr
@@ -57,11 +58,11 @@ func (q *Query) PathConditions(params map[string]jsonv.Value) []*PathCondition {
 			return
 		}
 		w := pathWalk{a: a}
-		w.visit(x, true)
+		w.visit(x, SpellingIgnored)
 		if w.failed || w.path == nil {
 			return
 		}
-		c := &PathCondition{Path: w.path, Spelled: w.spelled, x: x}
+		c := &PathCondition{Path: w.path, Spelled: w.spelling == SpellingEach, x: x}
 		c.env = Env{Vars: map[string]jsonv.Value{}, Params: params, Source: q.src}
 		c.ev = evaluator{env: &c.env}
 		c.doc = jsonv.NewObject(1)
