@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/query"
 )
@@ -112,4 +113,51 @@ func TestKeyOrderScan(t *testing.T) {
 	check("replaced and deleted")
 	te.clock.Advance(10 * time.Second)
 	check("expired")
+}
+
+// TestSelectStarReturnsWholeDocuments: a SELECT * whose other clauses read
+// a few paths parses only those (query.Query.ReadPaths), and still returns
+// every document whole, as a point read returns it, from every kind of
+// source: an index range, an ordered read, a judged conjunct, the
+// container in insertion order.
+func TestSelectStarReturnsWholeDocuments(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", `"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/o/*"}]}`)
+	for i := range 120 {
+		body := fmt.Sprintf(`{"id":"d%d","pk":"p","n":%d,"s":"item %d","o":{"k":%d,"deep":{"a":[1,{"b":"x"}]}},"tags":["t%d"],"f":%d.50}`, i, i%10, i, i%7, i%3, i)
+		if err := te.create("c", body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, text := range []string{
+		"SELECT * FROM c WHERE c.n >= 7",
+		"SELECT * FROM c WHERE c.n >= 3 ORDER BY c.n DESC",
+		"SELECT * FROM c WHERE CONTAINS(c.s, '1')",
+		"SELECT * FROM c WHERE c.n + 0 > 4",
+		"SELECT TOP 15 * FROM c WHERE c.o.k > 2 ORDER BY c.o.k",
+		"SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, 't1') AND c.f > 20",
+	} {
+		rows := te.queryAll("c", text, nil, 7)
+		if len(rows) == 0 {
+			t.Fatalf("%s: no rows", text)
+		}
+		for _, row := range rows {
+			doc, err := jsonv.Parse([]byte(row))
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, _ := doc.(*jsonv.Object).Get("id")
+			if _, ok := id.(string); !ok {
+				t.Fatalf("%s: a row without an id: %s", text, row)
+			}
+			res, err := te.ReadDocument(ctx, ref("c", id.(string), "p"), Conditions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row != string(res.Body) {
+				t.Errorf("%s: row %s, the document %s", text, row, res.Body)
+			}
+		}
+	}
 }

@@ -346,10 +346,11 @@ func (s *scope) pkScope(pk lethe.PartitionKey, allowPrefix bool) ([]byte, error)
 
 // querySource is planSource, with the source set to parse only the paths
 // the query reads when it reads nothing else of its documents
-// (query.Query.ReadPaths).
+// (query.Query.ReadPaths). Every source below gives each document's stored
+// JSON as Raw, which a SELECT * returns.
 func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, part *indexPlan, pk *filterSpec, filter *docFilter, lookAhead int) (querySource, sourcePlan) {
 	src, sp := s.planSource(r, q, params, part, pk, filter, lookAhead)
-	paths, ok := q.ReadPaths(params)
+	paths, _, ok := q.ReadPaths(params)
 	if !ok {
 		return src, sp
 	}

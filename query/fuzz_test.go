@@ -274,10 +274,10 @@ func checkOnlyPath(t *testing.T, q *Query, docs []*jsonv.Object, want []string, 
 // checkReadPaths fails unless a query whose reads of its documents are
 // property paths (ReadPaths) returns its rows want over objects that hold
 // only each document's values at those paths, as an engine that parses only
-// them yields.
+// them yields (with each document's text as Raw for a SELECT *).
 func checkReadPaths(t *testing.T, q *Query, docs []*jsonv.Object, want []string, opts ExecOptions) {
 	t.Helper()
-	paths, ok := q.ReadPaths(opts.Params)
+	paths, rawRows, ok := q.ReadPaths(opts.Params)
 	if !ok {
 		return
 	}
@@ -291,7 +291,14 @@ func checkReadPaths(t *testing.T, q *Query, docs []*jsonv.Object, want []string,
 		}
 		reduced[i] = o
 	}
-	page, err := q.Execute(newSliceSource(reduced), opts)
+	src := newSliceSource(reduced)
+	if rawRows { // a SELECT * returns each document's stored text
+		src.raws = make([][]byte, len(docs))
+		for i, d := range docs {
+			src.raws[i] = jsonv.Marshal(d)
+		}
+	}
+	page, err := q.Execute(src, opts)
 	if err != nil {
 		t.Fatalf("over the values at %q only: %v", paths, err)
 	}

@@ -145,21 +145,23 @@ func (q *Query) OnePerValue() bool {
 // ReadPaths returns the document paths a query over whole documents reads,
 // when it reads nothing else of them: every reference to its FROM alias is a
 // property path (c.a.b, c["a"]), in any clause and in the arrays its JOINs
-// iterate, and it has no subquery and no SELECT *. Executed over objects that
-// hold only each document's values at those paths, it returns what it
-// returns over the documents themselves, so an engine may parse only those
-// values. A path that another returned path leads to is left out: the value
-// of the shorter holds it.
-func (q *Query) ReadPaths(params map[string]jsonv.Value) ([][]string, bool) {
+// iterate, and it has no subquery. Executed over objects that hold only each
+// document's values at those paths, it returns what it returns over the
+// documents themselves, so an engine may parse only those values. A path
+// that another returned path leads to is left out: the value of the shorter
+// holds it. A SELECT * (without JOIN, DISTINCT or aggregates) reads the whole
+// document only to return it, as the source's Raw text (see Source): rawRows
+// reports that case, in which the paths are what its other clauses read, and
+// the source must have every document's Raw.
+func (q *Query) ReadPaths(params map[string]jsonv.Value) (paths [][]string, rawRows bool, ok bool) {
 	s := q.stmt
-	if s.From == nil || s.From.In || s.Star {
-		return nil, false
+	if s.From == nil || s.From.In || s.Star && (len(s.Joins) > 0 || s.plan != planStream && s.plan != planOrder) {
+		return nil, false, false // a DISTINCT * compares whole documents
 	}
 	if _, whole := s.From.X.(*Ident); !whole {
-		return nil, false
+		return nil, false, false
 	}
 	a := hintAnalyzer{params: params, root: s.From.Alias.Name}
-	var paths [][]string
 	failed := false
 	var visit func(x Expr)
 	visit = func(x Expr) {
@@ -193,7 +195,7 @@ func (q *Query) ReadPaths(params map[string]jsonv.Value) ([][]string, bool) {
 		visit(o.X)
 	}
 	if failed {
-		return nil, false
+		return nil, false, false
 	}
 	slices.SortFunc(paths, slices.Compare)
 	out := paths[:0]
@@ -203,5 +205,5 @@ func (q *Query) ReadPaths(params map[string]jsonv.Value) ([][]string, bool) {
 		}
 		out = append(out, p)
 	}
-	return out, true
+	return out, s.Star, true
 }

@@ -74,7 +74,10 @@ func TestReadPaths(t *testing.T) {
 		{"SELECT c.id, t FROM c JOIN t IN c.tags WHERE t.k = 1", `[[id] [tags]]`},
 		{"SELECT VALUE COUNT(1) FROM c", `[]`},
 		{"SELECT a, a2 FROM (SELECT VALUE c) x", ""},
-		{"SELECT * FROM c WHERE c.a = 1", ""},
+		{"SELECT * FROM c WHERE c.a = 1 ORDER BY c.b.x", `raw [[a] [b x]]`},
+		{"SELECT TOP 3 * FROM c", `raw []`},
+		{"SELECT DISTINCT * FROM c WHERE c.a = 1", ""},
+		{"SELECT * FROM c JOIN t IN c.tags", ""},
 		{"SELECT VALUE c FROM c", ""},
 		{"SELECT c.id FROM c WHERE EXISTS(SELECT VALUE t FROM t IN c.tags)", ""},
 		{"SELECT t FROM t IN c.tags", ""},
@@ -87,12 +90,15 @@ func TestReadPaths(t *testing.T) {
 			}
 			t.Fatalf("%s: %v", c.text, err)
 		}
-		paths, ok := q.ReadPaths(nil)
+		paths, raw, ok := q.ReadPaths(nil)
 		got := ""
 		if ok {
 			got = fmt.Sprint(paths)
 			if len(paths) == 0 {
 				got = "[]"
+			}
+			if raw {
+				got = "raw " + got
 			}
 		}
 		if got != c.paths {

@@ -203,6 +203,8 @@ type sliceSource struct {
 	seek bool
 	raw  bool
 	last []byte
+	// raws, when set, are the documents' Raw texts, whatever docs hold.
+	raws [][]byte
 }
 
 func newSliceSource(docs []*jsonv.Object) *sliceSource {
@@ -235,6 +237,9 @@ func (s *sliceSource) Next() (*jsonv.Object, uint64, bool, error) {
 
 // rawSliceSource adds Raw to a sliceSource.
 func (s *sliceSource) Raw() []byte {
+	if s.raws != nil {
+		return s.raws[s.i-1]
+	}
 	if !s.raw {
 		return nil
 	}
