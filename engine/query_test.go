@@ -115,6 +115,29 @@ func TestIndexedQueriesEqualScans(t *testing.T) {
 		// an equality and ORDER BY on another path: read in order, racing
 		"SELECT c.id, c.m FROM c WHERE c.v = 'a' ORDER BY c.m DESC",
 		"SELECT c.id, c.m FROM c WHERE c.n IN (1, 2, 3, 4, 5, 6, 7, 8) ORDER BY c.m DESC",
+		// one path only: from its index entries
+		"SELECT c.m AS m, COUNT(1) AS k FROM c GROUP BY c.m",
+		"SELECT DISTINCT VALUE c.m FROM c",
+		"SELECT DISTINCT c.v FROM c",
+		"SELECT VALUE c.m FROM c GROUP BY c.m",
+		"SELECT VALUE {lo: MIN(c.m), hi: MAX(c.m), k: COUNT(c.m)} FROM c WHERE c.m > 0",
+		"SELECT VALUE {s: SUM(c.n), a: AVG(c.n)} FROM c WHERE c.n BETWEEN 3 AND 12",
+		"SELECT VALUE COUNT(1) FROM c WHERE c.m >= 'L'",
+		"SELECT DISTINCT VALUE c.o.w FROM c WHERE IS_DEFINED(c.o.w)",
+		"SELECT c.v, MAX(c.v) AS hi FROM c GROUP BY c.v",
+		// a conjunct judged on the entries
+		"SELECT c.id, c.m FROM c WHERE CONTAINS(c.m, 'L')",
+		"SELECT c.id, c.s FROM c WHERE ENDSWITH(c.s, '3') OR LOWER(c.s) = 'b4'",
+		"SELECT c.id, c.m FROM c WHERE IntMod(c.m, 2) = 1",
+		"SELECT c.id FROM c WHERE IS_ARRAY(c.v) OR IS_OBJECT(c.v)",
+		// the elements of arrays
+		"SELECT c.id FROM c WHERE ARRAY_CONTAINS(c.v, 1)",
+		"SELECT c.id, t FROM c JOIN t IN c.v WHERE t = 1",
+		"SELECT VALUE COUNT(1) FROM c JOIN t IN c.v WHERE t IN (1, 'a')",
+		// every document, in key order, parsing only the paths read
+		"SELECT c.s, SUM(c.n) AS total FROM c GROUP BY c.s",
+		"SELECT VALUE COUNT(1) FROM c WHERE c.n + LENGTH(c.s) > 12",
+		"SELECT c.id, c.n FROM c ORDER BY c.n + 0 DESC, c.id",
 	}
 	params := map[string]jsonv.Value{"n": jsonv.Number("4"), "like": "a%"}
 	for _, q := range queries {
