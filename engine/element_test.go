@@ -9,7 +9,7 @@ import (
 
 // TestArrayContainsUsesTheIndex: ARRAY_CONTAINS, ARRAY_CONTAINS_ANY and
 // ARRAY_CONTAINS_ALL on a document path, and conditions on a JOIN's
-// variable, read the index entries of the array's elements, so a rare element costs its documents, not a scan; and
+// variable or in an EXISTS over the array, read the index entries of the array's elements, so a rare element costs its documents, not a scan; and
 // every page is what a container whose policy leaves the array out gives,
 // across duplicates, nested arrays, an object with a member named "[]"
 // (whose entries are an array's), a scalar where an array is expected,
@@ -52,6 +52,8 @@ func TestArrayContainsUsesTheIndex(t *testing.T) {
 		"SELECT VALUE COUNT(1) FROM c JOIN t IN c.tags WHERE t = 'rare'",
 		"SELECT DISTINCT VALUE c.id FROM c JOIN t IN c.tags WHERE t IN ('rare', 5)",
 		"SELECT c.id, t FROM c JOIN t IN c.tags WHERE STARTSWITH(t, 'ra')",
+		"SELECT c.id FROM c WHERE EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t = 'rare')",
+		"SELECT VALUE COUNT(1) FROM c WHERE EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t IN (5, null))",
 	}
 	check := func(stage string) {
 		t.Helper()

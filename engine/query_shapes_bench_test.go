@@ -79,6 +79,7 @@ func BenchmarkQueryShapes(b *testing.B) {
 		{"array-contains-none", "SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, 'c')", nil},
 		{"join-tag-none", "SELECT c.id FROM c JOIN t IN c.tags WHERE t = 'c'", nil},
 		{"join-tag", "SELECT c.id FROM c JOIN t IN c.tags WHERE t = 'b'", nil},
+		{"exists-tag-none", "SELECT c.id FROM c WHERE EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t = 'c')", nil},
 		{"groupby-status-sum", "SELECT c.status, SUM(c.score) AS s FROM c GROUP BY c.status", nil},
 		{"groupby-k", "SELECT c.k, COUNT(1) AS n FROM c GROUP BY c.k", nil},
 		{"count-two-paths", "SELECT VALUE COUNT(1) FROM c WHERE c.k + c.t > 100000", nil},

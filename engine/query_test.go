@@ -134,6 +134,7 @@ func TestIndexedQueriesEqualScans(t *testing.T) {
 		"SELECT c.id FROM c WHERE ARRAY_CONTAINS(c.v, 1)",
 		"SELECT c.id, t FROM c JOIN t IN c.v WHERE t = 1",
 		"SELECT VALUE COUNT(1) FROM c JOIN t IN c.v WHERE t IN (1, 'a')",
+		"SELECT c.id FROM c WHERE EXISTS(SELECT VALUE t FROM t IN c.v WHERE t = 1)",
 		// every document, in key order, parsing only the paths read
 		"SELECT c.s, SUM(c.n) AS total FROM c GROUP BY c.s",
 		"SELECT VALUE COUNT(1) FROM c WHERE c.n + LENGTH(c.s) > 12",

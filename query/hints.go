@@ -1,6 +1,7 @@
 package query
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -348,6 +349,8 @@ func (a *hintAnalyzer) hintOf(x Expr) (Hint, bool) {
 		return Hint{Path: path, Kind: HintRange, Lo: lo, Hi: hi, HasLo: true, HasHi: true, LoIncl: true, HiIncl: true}, true
 	case *LikeExpr:
 		return a.likeHint(y)
+	case *SubqueryExpr:
+		return a.existsHint(y)
 	case *CallExpr:
 		name := strings.ToUpper(y.Fun.Name)
 		if len(y.Args) == 0 {
@@ -420,6 +423,42 @@ func (q *Query) MinMaxPath() (path []string, max bool, ok bool) {
 		path = p
 	}
 	return path, name == "MAX", true
+}
+
+// existsHint is the hint of EXISTS(SELECT ... FROM t IN c.tags WHERE ...)
+// (Cosmos DB's advice for filtering by an array's elements): EXISTS holds
+// only if an element gives a row, which only one that satisfies the
+// subquery's WHERE does, so a hint of that WHERE on the element (an equality
+// or IN first, as the narrower) is one on the document.
+func (a *hintAnalyzer) existsHint(x *SubqueryExpr) (Hint, bool) {
+	s := x.stmt
+	// An aggregate without GROUP BY gives its row whatever WHERE keeps, and
+	// an alias named as the document's hides it.
+	if x.Kind != EXISTS || s.From == nil || !s.From.In || s.From.Alias == nil || s.Where == nil ||
+		s.plan == planAggregate || s.From.Alias.Name == a.root {
+		return Hint{}, false
+	}
+	base, ok := a.path(s.From.X)
+	if !ok {
+		return Hint{}, false
+	}
+	inner := *a
+	inner.elems = maps.Clone(a.elems)
+	if inner.elems == nil {
+		inner.elems = map[string][]string{}
+	}
+	inner.elems[s.From.Alias.Name] = append(base, ElementSegment)
+	var hints []Hint
+	inner.conjuncts(s.Where, &hints)
+	for _, h := range hints {
+		if h.Kind.oneOf() {
+			return h, true
+		}
+	}
+	if len(hints) > 0 {
+		return hints[0], true
+	}
+	return Hint{}, false
 }
 
 // anyOf is the hint of an OR whose every side is an equality or IN on one
