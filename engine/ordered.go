@@ -133,7 +133,7 @@ func (s *scope) planMinMax(r kv.Reader, path []string, max bool, filters []filte
 // sorting every document costs ("ORDER BY c.name" over a container where
 // every document has a name).
 func (s *scope) definedInEvery(r kv.Reader, prefix []byte) bool {
-	stored, err := readTally(r, collKey(pfxUsage, s.rid))
+	stored, err := s.storedTally(r)
 	if err != nil || stored.count <= 0 {
 		return false
 	}
@@ -240,7 +240,7 @@ func (x *orderedSource) resume(v jsonv.Value, undefined bool, seq uint64, tie bo
 	// The entries of v and of every value after it in the plan's direction.
 	// A string the index cuts starts its run of equal cut values, which is
 	// regrouped whole.
-	at := appendValue(slices.Clone(x.plan.prefix), indexedValue(v))
+	at := appendIndexedValue(slices.Clone(x.plan.prefix), v)
 	from := at // where the read starts among v's entries
 	if tie && !maybeCut(at[len(x.plan.prefix):]) {
 		from = binary.BigEndian.AppendUint64(slices.Clone(at), seq)

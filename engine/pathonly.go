@@ -47,8 +47,7 @@ type pathOnlySource struct {
 	prefix    []byte // the path's index prefix
 	ranges    []keyRange
 	filter    *docFilter
-	expired   map[uint64]struct{} // expired and not yet purged
-	spelling  query.Spelling      // how a number's spelling may reach the result
+	spelling  query.Spelling // how a number's spelling may reach the result
 	// firstNumber is the encoded number whose first live entry was last
 	// sent to its document for its spelling (query.SpellingFirst).
 	firstNumber []byte
@@ -117,8 +116,10 @@ func (s *scope) pathOnlySource(r kv.Reader, q *query.Query, params map[string]js
 		return nil, sourcePlan{}, false
 	}
 	x := &pathOnlySource{docReader: newDocReader(s, r, lookAhead), path: path, prefix: prefix, ranges: p.ranges,
-		filter: filter, expired: expired, spelling: spelling, left: -1}
-	x.keyPath = path // a looked-up document is read for its value at the path only
+		filter: filter, spelling: spelling, left: -1}
+	// A looked-up document is read for its value at the path only; the
+	// entries of expired documents are skipped (see docReader.expired).
+	x.keyPath, x.expired = path, expired
 	sp := sourcePlan{path: path, unordered: true}
 	if narrowed && q.ReadsNoDocument() && h.Conjuncts == 1 && len(filters) == 1 && exactRange(filters[0]) {
 		x.valueless, sp.whereHolds = true, true
@@ -132,7 +133,7 @@ func (s *scope) pathOnlySource(r kv.Reader, q *query.Query, params map[string]js
 		x.ranges = []keyRange{{prefix, kv.PrefixEnd(prefix)}}
 	}
 	if !narrowed && !x.firstOnly {
-		stored, err := readTally(r, collKey(pfxUsage, s.rid))
+		stored, err := s.storedTally(r)
 		if err != nil {
 			return nil, sourcePlan{}, false
 		}
@@ -269,7 +270,8 @@ func (x *pathOnlySource) Next() (*jsonv.Object, uint64, bool, error) {
 			return x.lastDoc, seq, true, nil
 		}
 		// Of equal numbers, the result keeps the first document's
-		// spelling (query.SpellingFirst), or may read each one's.
+		// spelling (query.SpellingFirst), or may read each one's; of cut
+		// strings, objects and arrays, each document has its own value.
 		spelled := x.spelling == query.SpellingEach
 		if x.spelling == query.SpellingFirst && enc[0] == tagNumber && !bytes.Equal(enc, x.firstNumber) {
 			x.firstNumber, spelled = append(x.firstNumber[:0], enc...), true
@@ -278,9 +280,6 @@ func (x *pathOnlySource) Next() (*jsonv.Object, uint64, bool, error) {
 		if err != nil {
 			return x.fail(err)
 		}
-		// Of a number, the first document's spelling is the one the
-		// query keeps; of cut strings, objects and arrays, each document
-		// has its own value.
 		if x.firstOnly && (exact || enc[0] == tagNumber) {
 			x.skipEnc, x.skipRun = append(x.skipEnc[:0], enc...), 0
 		}

@@ -92,7 +92,7 @@ func rangesUnder(prefix []byte, f filterSpec) ([]keyRange, bool) {
 		default:
 			return keyRange{}, false // objects and arrays never equal a scalar entry
 		}
-		k := appendValue(append([]byte(nil), prefix...), indexedValue(v))
+		k := appendIndexedValue(append([]byte(nil), prefix...), v)
 		return keyRange{k, kv.PrefixEnd(k)}, true
 	}
 	switch f.kind {

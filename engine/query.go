@@ -350,17 +350,19 @@ func (s *scope) pkScope(pk lethe.PartitionKey, allowPrefix bool) ([]byte, error)
 // JSON as Raw, which a SELECT * returns.
 func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, part *indexPlan, pk *filterSpec, filter *docFilter, lookAhead int) (querySource, sourcePlan) {
 	src, sp := s.planSource(r, q, params, part, pk, filter, lookAhead)
-	paths, _, ok := q.ReadPaths(params)
-	if !ok {
-		return src, sp
-	}
+	var target *[][]string // what the source parses by, if it parses documents
 	switch x := src.(type) {
 	case *pathOnlySource: // yields such objects already
 	case *keyOrderScan:
-		x.paths = paths
+		target = &x.paths
 	case interface{ reader() *docReader }:
 		if d := x.reader(); !d.rawOnly && !d.countOnly && d.keyPath == nil {
-			d.paths = paths
+			target = &d.paths
+		}
+	}
+	if target != nil {
+		if paths, _, ok := q.ReadPaths(params); ok {
+			*target = paths
 		}
 	}
 	return src, sp
@@ -373,8 +375,8 @@ func (s *scope) querySource(r kv.Reader, q *query.Query, params map[string]jsonv
 // either way; pk is the equality the request's partition key implies, or
 // nil.
 func (s *scope) planSource(r kv.Reader, q *query.Query, params map[string]jsonv.Value, part *indexPlan, pk *filterSpec, filter *docFilter, lookAhead int) (querySource, sourcePlan) {
+	h := q.Hints(params)
 	if s.c.indexUsable() {
-		h := q.Hints(params)
 		filters := filtersFromHints(h)
 		// MIN or MAX of an indexed path: its first document in the path's
 		// order that passes WHERE decides.
@@ -425,7 +427,7 @@ func (s *scope) planSource(r kv.Reader, q *query.Query, params map[string]jsonv.
 	// order of their keys, but for a count without WHERE, which counts
 	// the documents' entries.
 	if q.Filters() || !q.ReadsNoDocument() {
-		if src, ok := s.keyOrderSource(r, q.Hints(params), filter); ok {
+		if src, ok := s.keyOrderSource(r, h, filter); ok {
 			return src, sourcePlan{unordered: true}
 		}
 	}

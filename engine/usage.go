@@ -268,6 +268,12 @@ func (s *scope) cutoff(kind byte) int64 {
 	return ttl.OwnCutoff(s.now, s.pol, s.c.Watermarks)
 }
 
+// storedTally returns the count and size of the documents the scope's
+// container stores, expired or not.
+func (s *scope) storedTally(r kv.Reader) (tally, error) {
+	return readTally(r, collKey(pfxUsage, s.rid))
+}
+
 // expiredEntries returns the key range of the expiry entries of kind (T or
 // X) of the documents expired at the scope's instant, from the first entry
 // of kind to the cutoff's second, included; false when none of kind is.
@@ -373,7 +379,7 @@ func (e *Engine) containerUsageAt(ctx context.Context, dbID, collID string, now 
 		if err != nil {
 			return err
 		}
-		total, err := readTally(r, collKey(pfxUsage, s.rid))
+		total, err := s.storedTally(r)
 		if err != nil {
 			return fmt.Errorf("read usage: %w", err)
 		}

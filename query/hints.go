@@ -117,11 +117,8 @@ func (q *Query) Hints(params map[string]jsonv.Value) Hints {
 		// of its tags is 'x'.
 		w := a
 		for _, j := range s.Joins {
-			if base, ok := w.path(j.X); ok && j.In && j.Alias != nil {
-				if w.elems == nil {
-					w.elems = map[string][]string{}
-				}
-				w.elems[j.Alias.Name] = append(base, ElementSegment)
+			if array, ok := w.path(j.X); ok && j.In && j.Alias != nil {
+				w = w.withElements(j.Alias.Name, array)
 			}
 		}
 		h.Conjuncts = w.conjuncts(s.Where, &h.Where)
@@ -255,20 +252,45 @@ func (a *hintAnalyzer) scalar(x Expr) (jsonv.Value, bool) {
 	return nil, false
 }
 
-// conjuncts appends the hints of x's AND conjuncts.
+// conjuncts appends the hints of x's AND conjuncts, and returns how many
+// conjuncts it has.
 func (a *hintAnalyzer) conjuncts(x Expr, out *[]Hint) int {
+	n := 0
+	eachConjunct(x, func(c Expr) {
+		n++
+		if h, ok := a.hint(c); ok {
+			*out = append(*out, h)
+		}
+	})
+	return n
+}
+
+// eachConjunct calls f with each of x's top-level AND conjuncts, in order,
+// through parentheses.
+func eachConjunct(x Expr, f func(Expr)) {
 	switch y := x.(type) {
 	case *ParenExpr:
-		return a.conjuncts(y.X, out)
+		eachConjunct(y.X, f)
+		return
 	case *BinaryExpr:
 		if y.Op == AND {
-			return a.conjuncts(y.X, out) + a.conjuncts(y.Y, out)
+			eachConjunct(y.X, f)
+			eachConjunct(y.Y, f)
+			return
 		}
 	}
-	if h, ok := a.hint(x); ok {
-		*out = append(*out, h)
+	f(x)
+}
+
+// withElements returns a copy of a in which alias stands for the elements
+// of the array at the document path array (see elems).
+func (a hintAnalyzer) withElements(alias string, array []string) hintAnalyzer {
+	a.elems = maps.Clone(a.elems)
+	if a.elems == nil {
+		a.elems = map[string][]string{}
 	}
-	return 1
+	a.elems[alias] = append(slices.Clip(array), ElementSegment)
+	return a
 }
 
 // flipped maps a comparison to the one with its operands swapped.
@@ -407,13 +429,10 @@ func (a *hintAnalyzer) hintOf(x Expr) (Hint, bool) {
 // first row's.
 func (q *Query) MinMaxPath() (path []string, max bool, ok bool) {
 	s := q.stmt
-	if s.plan != planAggregate || len(s.aggs) == 0 || s.From == nil || s.From.In || len(s.Joins) > 0 || len(s.OrderBy) > 0 {
+	a, ok := s.documentAnalyzer(nil)
+	if !ok || s.plan != planAggregate || len(s.aggs) == 0 || len(s.Joins) > 0 || len(s.OrderBy) > 0 {
 		return nil, false, false
 	}
-	if _, whole := s.From.X.(*Ident); !whole {
-		return nil, false, false
-	}
-	a := hintAnalyzer{root: s.From.Alias.Name}
 	name := s.aggs[0].Name
 	for _, agg := range s.aggs {
 		p, isPath := a.path(agg.Arg)
@@ -438,16 +457,11 @@ func (a *hintAnalyzer) existsHint(x *SubqueryExpr) (Hint, bool) {
 		s.plan == planAggregate || s.From.Alias.Name == a.root {
 		return Hint{}, false
 	}
-	base, ok := a.path(s.From.X)
+	array, ok := a.path(s.From.X)
 	if !ok {
 		return Hint{}, false
 	}
-	inner := *a
-	inner.elems = maps.Clone(a.elems)
-	if inner.elems == nil {
-		inner.elems = map[string][]string{}
-	}
-	inner.elems[s.From.Alias.Name] = append(base, ElementSegment)
+	inner := a.withElements(s.From.Alias.Name, array)
 	var hints []Hint
 	inner.conjuncts(s.Where, &hints)
 	for _, h := range hints {

@@ -43,15 +43,38 @@ func (q *Query) OnlyPath(params map[string]jsonv.Value) (path []string, spelling
 	default:
 		return nil, 0, false
 	}
-	if s.From == nil || s.From.In || len(s.Joins) > 0 || s.Star {
+	a, ok := s.documentAnalyzer(params)
+	if !ok || len(s.Joins) > 0 || s.Star {
 		return nil, 0, false
 	}
-	if _, whole := s.From.X.(*Ident); !whole {
+	w := pathWalk{a: a}
+	w.statement(s)
+	if w.failed || len(w.paths) != 1 {
 		return nil, 0, false
 	}
-	w := pathWalk{a: hintAnalyzer{params: params, root: s.From.Alias.Name}}
+	return w.paths[0], w.spelling, true
+}
+
+// pathWalk finds the document paths an expression tree reads, each once, and
+// how a number's spelling there may reach its value (see OnlyPath). It fails
+// at a reference to the whole document, or a subquery.
+type pathWalk struct {
+	a        hintAnalyzer
+	paths    [][]string
+	spelling Spelling
+	failed   bool
+}
+
+// statement walks every clause of s that reads its documents: the select
+// list and GROUP BY keys, whose values reach the rows, and WHERE, ORDER BY
+// and the arrays its JOINs iterate, which only decide which rows and in
+// what order.
+func (w *pathWalk) statement(s *selectStmt) {
 	for _, it := range s.Items {
 		w.visit(it.X, SpellingFirst)
+	}
+	for _, j := range s.Joins {
+		w.visit(j.X, SpellingIgnored)
 	}
 	w.visit(s.Where, SpellingIgnored)
 	for _, k := range s.GroupBy {
@@ -60,19 +83,6 @@ func (q *Query) OnlyPath(params map[string]jsonv.Value) (path []string, spelling
 	for _, o := range s.OrderBy {
 		w.visit(o.X, SpellingIgnored)
 	}
-	if w.failed || w.path == nil {
-		return nil, 0, false
-	}
-	return w.path, w.spelling, true
-}
-
-// pathWalk finds the one document path an expression tree reads, and how a
-// number's spelling there may reach its value (see OnlyPath).
-type pathWalk struct {
-	a        hintAnalyzer
-	path     []string
-	spelling Spelling
-	failed   bool
 }
 
 // visit walks x, whose parent lets a number's spelling reach the result as
@@ -82,17 +92,18 @@ func (w *pathWalk) visit(x Expr, spelling Spelling) {
 		return
 	}
 	if p, ok := w.a.path(x); ok {
-		if w.path != nil && !slices.Equal(w.path, p) {
-			w.failed = true
+		if !slices.ContainsFunc(w.paths, func(q []string) bool { return slices.Equal(q, p) }) {
+			w.paths = append(w.paths, p)
 		}
-		w.path = p
 		w.spelling = max(w.spelling, spelling)
 		return
 	}
 	switch y := x.(type) {
-	case *Ident, *SubqueryExpr:
-		// The whole document, or a query of its own.
-		w.failed = true
+	case *Ident:
+		// The whole document (a JOIN's alias reads what its array holds).
+		w.failed = w.failed || y.Name == w.a.root
+	case *SubqueryExpr:
+		w.failed = true // a query of its own
 	case *BinaryExpr:
 		// Every operator but ?? makes a new value: a comparison's or
 		// logic's boolean, arithmetic's number, a concatenation's string.
@@ -155,55 +166,34 @@ func (q *Query) OnePerValue() bool {
 // the source must have every document's Raw.
 func (q *Query) ReadPaths(params map[string]jsonv.Value) (paths [][]string, rawRows bool, ok bool) {
 	s := q.stmt
-	if s.From == nil || s.From.In || s.Star && (len(s.Joins) > 0 || s.plan != planStream && s.plan != planOrder) {
+	a, ok := s.documentAnalyzer(params)
+	if !ok || s.Star && (len(s.Joins) > 0 || s.plan != planStream && s.plan != planOrder) {
 		return nil, false, false // a DISTINCT * compares whole documents
 	}
+	w := pathWalk{a: a}
+	w.statement(s)
+	if w.failed {
+		return nil, false, false
+	}
+	slices.SortFunc(w.paths, slices.Compare)
+	for _, p := range w.paths {
+		if n := len(paths); n > 0 && len(paths[n-1]) <= len(p) && slices.Equal(paths[n-1], p[:len(paths[n-1])]) {
+			continue // one the last kept leads to
+		}
+		paths = append(paths, p)
+	}
+	return paths, s.Star, true
+}
+
+// documentAnalyzer returns the hint analyzer of a statement over whole
+// documents (FROM c, FROM root r: not a path in them, not IN); false for
+// other statements.
+func (s *selectStmt) documentAnalyzer(params map[string]jsonv.Value) (hintAnalyzer, bool) {
+	if s.From == nil || s.From.In {
+		return hintAnalyzer{}, false
+	}
 	if _, whole := s.From.X.(*Ident); !whole {
-		return nil, false, false
+		return hintAnalyzer{}, false
 	}
-	a := hintAnalyzer{params: params, root: s.From.Alias.Name}
-	failed := false
-	var visit func(x Expr)
-	visit = func(x Expr) {
-		if x == nil || failed {
-			return
-		}
-		if p, ok := a.path(x); ok {
-			paths = append(paths, p)
-			return
-		}
-		switch y := x.(type) {
-		case *Ident:
-			failed = failed || y.Name == a.root // the whole document
-		case *SubqueryExpr:
-			failed = true
-		default:
-			eachChild(x, func(c Expr) bool { visit(c); return !failed })
-		}
-	}
-	for _, it := range s.Items {
-		visit(it.X)
-	}
-	for _, j := range s.Joins {
-		visit(j.X)
-	}
-	visit(s.Where)
-	for _, k := range s.GroupBy {
-		visit(k)
-	}
-	for _, o := range s.OrderBy {
-		visit(o.X)
-	}
-	if failed {
-		return nil, false, false
-	}
-	slices.SortFunc(paths, slices.Compare)
-	out := paths[:0]
-	for _, p := range paths {
-		if n := len(out); n > 0 && len(out[n-1]) <= len(p) && slices.Equal(out[n-1], p[:len(out[n-1])]) {
-			continue // the same path, or one the last kept leads to
-		}
-		out = append(out, p)
-	}
-	return out, s.Star, true
+	return hintAnalyzer{params: params, root: s.From.Alias.Name}, true
 }

@@ -33,49 +33,34 @@ type PathCondition struct {
 // satisfies it (Holds), and those without the path if it holds without one.
 func (q *Query) PathConditions(params map[string]jsonv.Value) []*PathCondition {
 	s := q.stmt
-	if s.Where == nil || s.From == nil || s.From.In || len(s.Joins) > 0 {
+	a, ok := s.documentAnalyzer(params)
+	if !ok || s.Where == nil || len(s.Joins) > 0 {
 		return nil
 	}
-	if _, whole := s.From.X.(*Ident); !whole {
-		return nil
-	}
-	a := hintAnalyzer{params: params, root: s.From.Alias.Name}
 	var out []*PathCondition
-	var each func(x Expr)
-	each = func(x Expr) {
-		switch y := x.(type) {
-		case *ParenExpr:
-			each(y.X)
-			return
-		case *BinaryExpr:
-			if y.Op == AND {
-				each(y.X)
-				each(y.Y)
-				return
-			}
-		}
+	eachConjunct(s.Where, func(x Expr) {
 		if _, hinted := a.hint(x); hinted {
 			return
 		}
 		w := pathWalk{a: a}
 		w.visit(x, SpellingIgnored)
-		if w.failed || w.path == nil {
+		if w.failed || len(w.paths) != 1 {
 			return
 		}
-		c := &PathCondition{Path: w.path, Spelled: w.spelling == SpellingEach, x: x}
+		path := w.paths[0]
+		c := &PathCondition{Path: path, Spelled: w.spelling == SpellingEach, x: x}
 		c.env = Env{Vars: map[string]jsonv.Value{}, Params: params, Source: q.src}
 		c.ev = evaluator{env: &c.env}
 		c.doc = jsonv.NewObject(1)
 		c.at = c.doc
-		for _, name := range w.path[:len(w.path)-1] {
+		for _, name := range path[:len(path)-1] {
 			next := jsonv.NewObject(1)
 			c.at.Set(name, next)
 			c.at = next
 		}
-		c.env.Vars[s.From.Alias.Name] = c.doc
+		c.env.Vars[a.root] = c.doc
 		out = append(out, c)
-	}
-	each(s.Where)
+	})
 	return out
 }
 
