@@ -45,7 +45,7 @@ func TestAscendingWhenEveryDocumentHasThePath(t *testing.T) {
 	}
 	sorted := func() bool {
 		var ok bool
-		te.withPlan("idx", "SELECT * FROM c ORDER BY c.name", nil, nil, func(_ querySource, plan sourcePlan) { ok = plan.sorted })
+		te.withPlan("idx", "SELECT * FROM c ORDER BY c.name", nil, nil, func(_ querySource, plan sourcePlan) { ok = plan.sorted > 0 })
 		return ok
 	}
 	check := func(stage string, wantSorted bool) {
@@ -75,7 +75,7 @@ func TestAscendingWhenEveryDocumentHasThePath(t *testing.T) {
 	// Scoped to a partition, the partition's documents are sorted rather
 	// than every entry of the container counted.
 	te.withPlan("idx", "SELECT * FROM c ORDER BY c.name", nil, lethe.PartitionKey{"p3"}, func(_ querySource, plan sourcePlan) {
-		if plan.sorted {
+		if plan.sorted > 0 {
 			t.Error("an ascending ORDER BY in a partition reads the index in order")
 		}
 	})

@@ -198,12 +198,16 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 					seq, tie := q.ResumeTieSeq(tok.Cursor)
 					o.resume(v, undefined, seq, tie)
 				}
+			} else if k, ok := src.(*keysSource); ok {
+				if keys, seq, ok := q.ResumeKeys(tok.Cursor); ok {
+					k.resume(keys, seq)
+				}
 			}
 		}
 		return q.Execute(src, query.ExecOptions{
 			Params: opts.Params, Now: precise, PageSize: pageSize(opts.MaxItems),
 			After: tok.Cursor, Emitted: tok.Emitted, WorkLimit: queryWorkLimit,
-			SortedByFirstKey: plan.sorted, TiesInSeqOrder: plan.sorted, Unordered: plan.sorted || plan.unordered, WhereHolds: plan.whereHolds,
+			SortedKeys: plan.sorted, TiesInSeqOrder: plan.sorted > 0, Unordered: plan.sorted > 0 || plan.unordered, WhereHolds: plan.whereHolds,
 			FirstRowDecides: plan.firstDecides,
 		})
 	}
@@ -214,7 +218,7 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	} else {
 		page, err = execute(src, plan)
 	}
-	if o, ok := src.(*orderedSource); ok && errors.Is(err, errUnorderable) {
+	if o, ok := src.(orderedRead); ok && errors.Is(err, errUnorderable) {
 		// The index holds an object or array where the query orders: plan
 		// again without reading in order, charging what was read.
 		w, _ := o.work()
@@ -393,20 +397,25 @@ func (s *scope) planSource(r kv.Reader, q *query.Query, params map[string]jsonv.
 		// every document it selects to sort them.
 		if cp, ok := s.planComposite(h, filters, pk); ok && !s.unordered {
 			src := s.orderedSource(r, cp, part, filter, lookAhead)
-			return src, src.keyOnly(q, sourcePlan{path: cp.path, sorted: true, composite: cp.specs})
+			return src, src.keyOnly(q, sourcePlan{path: cp.path, sorted: 1, composite: cp.specs})
+		}
+		if kp, ok := s.planKeys(r, h, filters, pk, part); ok && !s.unordered {
+			sp := sourcePlan{path: kp.paths[0], sorted: len(kp.paths), composite: kp.specs}
+			sp.whereHolds = !q.Filters() || kp.whereExact
+			return s.keysSource(r, kp, filter, lookAhead), sp
 		}
 		plan, usable := s.planIndex(filters)
 		// An equality or IN lookup is usually narrower than reading in order.
 		if usable && plan.spec.kind <= filterIn {
 			src, sp := s.equalitySource(r, q, h, plan, filters, part, filter, lookAhead)
 			if o := s.orderedOverEquality(r, h, filters, plan, src, sp, part, filter, lookAhead); o != nil {
-				return o, sourcePlan{path: o.plan.path, sorted: true}
+				return o, sourcePlan{path: o.plan.path, sorted: 1}
 			}
 			return src, sp
 		}
 		if op, ok := s.planOrdered(r, h, filters, part); ok && !s.unordered {
 			src := s.orderedSource(r, op, part, filter, lookAhead)
-			return src, src.keyOnly(q, sourcePlan{path: op.path, sorted: true})
+			return src, src.keyOnly(q, sourcePlan{path: op.path, sorted: 1})
 		}
 		if usable {
 			src := s.indexSource(r, plan, filter, lookAhead)
@@ -631,12 +640,15 @@ func (s *scope) pkEquality(pk lethe.PartitionKey) *filterSpec {
 }
 
 // sourcePlan says how a query reads its container: the indexed path it uses
-// (nil for a scan), whether documents come in first ORDER BY key order, and
-// whether every document it yields satisfies the WHERE clause.
+// (nil for a scan), in the order of how many ORDER BY keys documents come,
+// and whether every document it yields satisfies the WHERE clause.
 type sourcePlan struct {
-	path       []string
-	composite  []string // the composite index read, as index metrics name it
-	sorted     bool
+	path      []string
+	composite []string // the composite index read, as index metrics name it
+	// sorted: documents come in the order of the first sorted ORDER BY
+	// keys, ties in ascending seq (query.ExecOptions.SortedKeys); 0 for no
+	// order.
+	sorted     int
 	whereHolds bool
 	// firstDecides: the source yields documents in the order in which the
 	// first row decides MIN or MAX (query.ExecOptions.FirstRowDecides).

@@ -215,6 +215,34 @@ func decodeScalarKey(b []byte, desc bool) (v jsonv.Value, undefined, ok bool) {
 	return nil, false, false
 }
 
+// scalarKeyLen returns the length of the scalar key that b starts with, as
+// decodeScalarKey reads it; len(b) when it runs to the end.
+func scalarKeyLen(b []byte, desc bool) int {
+	flip := byte(0)
+	if desc {
+		flip = 0xFF
+	}
+	if len(b) == 0 {
+		return 0
+	}
+	switch b[0] ^ flip {
+	case tagNumber:
+		return min(9, len(b))
+	case tagString:
+		for i := 1; i+1 < len(b); i++ {
+			if b[i]^flip != 0 {
+				continue
+			}
+			if b[i+1]^flip == 0x01 {
+				return i + 2
+			}
+			i++ // an escaped 0
+		}
+		return len(b)
+	}
+	return 1
+}
+
 // appendSeqOrd appends a streaming position.
 func appendSeqOrd(dst []byte, seq, ord uint64) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, seq)

@@ -66,22 +66,24 @@ type ExecOptions struct {
 	// read the whole source and keep the first rows by (seq, ordinal) in a
 	// bounded heap, instead of stopping once the page is full.
 	Unordered bool
-	// SortedByFirstKey says the source yields documents in the order of the
-	// query's first ORDER BY key, in its direction (as encoded by the cursor
-	// order: undefined < null < false < true < number < string < array <
-	// object, numbers by value, strings by their bytes), ties in any order.
-	// An ORDER BY query then stops reading once no later document can enter
-	// the page: the cost follows the rows returned, not the source's size.
-	// The engine sets it when an index supplies that order. Ignored by other
-	// plans.
-	SortedByFirstKey bool
-	// TiesInSeqOrder, with SortedByFirstKey, says the documents sharing a
-	// first ORDER BY key come in ascending seq. With one ORDER BY key and
-	// one row per document (no JOIN, no FROM ... IN), rows then come in the
-	// page's own order, and a page stops at its last row instead of reading
-	// every document that shares that row's key: a partition's newest
-	// documents, written in the same second as hundreds of others, cost a
-	// page.
+	// SortedKeys says the source yields documents in the order of the
+	// query's first SortedKeys ORDER BY keys, each in its direction (as
+	// encoded by the cursor order: undefined < null < false < true < number
+	// < string < array < object, numbers by value, strings by their bytes),
+	// ties in any order; 0 says nothing of the order. An ORDER BY query then
+	// stops reading once no later document can enter the page: the cost
+	// follows the rows returned, not the source's size. The engine sets it
+	// when an index supplies that order: a path index the first key's, a
+	// composite index as many keys as it has paths after those its
+	// equalities fix. Ignored by other plans.
+	SortedKeys int
+	// TiesInSeqOrder, with SortedKeys, says the documents sharing their
+	// first SortedKeys ORDER BY keys come in ascending seq. When those are
+	// every key and a document has one row (no JOIN, no FROM ... IN), rows
+	// then come in the page's own order, and a page stops at its last row
+	// instead of reading every document that shares that row's keys: a
+	// partition's newest documents, written in the same second as hundreds
+	// of others, cost a page.
 	TiesInSeqOrder bool
 	// FirstRowDecides says the documents come in the order of the path
 	// MinMaxPath names, ascending for MIN and descending for MAX, with equal
@@ -198,7 +200,7 @@ func (q *Query) Execute(src Source, opts ExecOptions) (*Page, error) {
 			}
 		}
 	}
-	rows, more, err := ex.run(in, runOpts{after: after, skip: skip, want: want, ordered: !opts.Unordered, sortedFirst: opts.SortedByFirstKey, tiesBySeq: opts.TiesInSeqOrder, firstDecides: opts.FirstRowDecides})
+	rows, more, err := ex.run(in, runOpts{after: after, skip: skip, want: want, ordered: !opts.Unordered, sortedKeys: opts.SortedKeys, tiesBySeq: opts.TiesInSeqOrder, firstDecides: opts.FirstRowDecides})
 	if si != nil {
 		page.Examined = si.examined
 	}
@@ -332,6 +334,33 @@ func (q *Query) ResumeTieSeq(after Cursor) (seq uint64, ok bool) {
 		return 0, false
 	}
 	return binary.BigEndian.Uint64(after[len(after)-16:]), true
+}
+
+// ResumeKeys returns the ORDER BY keys of the row at after, in order, and
+// the seq of its document, for an ORDER BY query (no DISTINCT, GROUP BY or
+// aggregate): a source sorted by several keys, ties in ascending seq
+// (ExecOptions.SortedKeys, TiesInSeqOrder), may resume at that row's
+// place, since Execute skips the rows up to after. ok is false when a key
+// is undefined, an array or an object, and for other queries and for a nil
+// or foreign cursor.
+func (q *Query) ResumeKeys(after Cursor) (keys []jsonv.Value, seq uint64, ok bool) {
+	s := q.stmt
+	if s.plan != planOrder || len(s.OrderBy) == 0 || len(after) < 18 || after[0] != cursorOrder {
+		return nil, 0, false
+	}
+	b := after[1 : len(after)-16]
+	for _, k := range s.OrderBy {
+		v, undefined, ok := decodeScalarKey(b, k.Desc)
+		if !ok || undefined {
+			return nil, 0, false
+		}
+		keys = append(keys, v)
+		b = b[scalarKeyLen(b, k.Desc):]
+	}
+	if len(b) != 0 {
+		return nil, 0, false
+	}
+	return keys, binary.BigEndian.Uint64(after[len(after)-16:]), true
 }
 
 // RowBound returns the rows the query returns at most, counting those its

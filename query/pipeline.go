@@ -62,12 +62,12 @@ type executor struct {
 // at least 1. ordered says the input comes in ascending seq, so a streaming
 // run may stop early.
 type runOpts struct {
-	after       []byte
-	skip        int
-	want        int
-	ordered     bool
-	sortedFirst bool // the input comes in first ORDER BY key order (ExecOptions.SortedByFirstKey)
-	tiesBySeq   bool // and ties in ascending seq (ExecOptions.TiesInSeqOrder)
+	after      []byte
+	skip       int
+	want       int
+	ordered    bool
+	sortedKeys int  // the input comes in the order of this many ORDER BY keys (ExecOptions.SortedKeys)
+	tiesBySeq  bool // and ties in ascending seq (ExecOptions.TiesInSeqOrder)
 	// firstDecides: the first row decides every aggregate
 	// (ExecOptions.FirstRowDecides).
 	firstDecides bool
@@ -85,7 +85,7 @@ type outRow struct {
 // computed: vars holds the row's alias bindings to project it from.
 type posRow struct {
 	pos      []byte
-	k1       int // length of the first ORDER BY key's encoding at the start of pos
+	kn       int // length of the sorted ORDER BY keys' encoding at the start of pos (runOpts.sortedKeys)
 	val      jsonv.Value
 	raw      []byte // the document's own JSON text, for SELECT *; nil: val
 	vars     []jsonv.Value
@@ -266,23 +266,23 @@ func (ex *executor) restore(vals []jsonv.Value) {
 
 // orderKey appends the current row's ORDER BY keys to dst.
 func (ex *executor) orderKey(dst []byte) ([]byte, error) {
-	b, _, err := ex.orderKeyFirst(dst)
+	b, _, err := ex.orderKeyPrefix(dst, 0)
 	return b, err
 }
 
-// orderKeyFirst is orderKey that also returns where the first key's encoding
-// ends in the result.
-func (ex *executor) orderKeyFirst(dst []byte) ([]byte, int, error) {
-	first := len(dst)
+// orderKeyPrefix is orderKey that also returns where the encoding of the
+// first n keys ends in the result.
+func (ex *executor) orderKeyPrefix(dst []byte, n int) ([]byte, int, error) {
+	end := len(dst)
 	for i, k := range ex.s.OrderBy {
 		v, err := ex.ev.eval(k.X)
 		if err != nil {
-			return dst, first, err
+			return dst, end, err
 		}
 		dst = appendKey(dst, v, k.Desc)
-		if i == 0 {
-			first = len(dst)
+		if i < n {
+			end = len(dst)
 		}
 	}
-	return dst, first, nil
+	return dst, end, nil
 }

@@ -72,20 +72,24 @@ func (ex *executor) runSorted(in input, o runOpts) ([]outRow, bool, error) {
 	if ex.s.plan == planStream && o.after != nil {
 		skipBefore = binary.BigEndian.Uint64(o.after)
 	}
-	sortedFirst := o.sortedFirst && ex.s.plan == planOrder
-	// Rows in position order: (first key, seq, ordinal) is a row's whole
-	// position when there is one key, and a document has one row.
-	inOrder := sortedFirst && o.tiesBySeq && len(ex.s.OrderBy) == 1 && ex.s.oneRowPerDocument()
+	sorted := 0
+	if ex.s.plan == planOrder {
+		sorted = min(o.sortedKeys, len(ex.s.OrderBy))
+	}
+	// Rows in position order: (keys, seq, ordinal) is a row's whole
+	// position when the input is sorted by every key, ties in seq, and a
+	// document has one row.
+	inOrder := sorted == len(ex.s.OrderBy) && sorted > 0 && o.tiesBySeq && ex.s.oneRowPerDocument()
 	err := ex.eachDoc(in, skipBefore, func() (bool, error) {
-		buf, k1, err := ex.orderKeyFirst(ex.buf[:0])
+		buf, kn, err := ex.orderKeyPrefix(ex.buf[:0], sorted)
 		ex.buf = appendSeqOrd(buf, ex.seq, ex.rowOrd)
 		if err != nil {
 			return false, err
 		}
-		// With the input in first-key order, once the heap is full a row whose
-		// first key is beyond the worst kept row's cannot enter, and neither can
-		// any later one: stop reading.
-		if sortedFirst && len(h.rows) == h.k && bytes.Compare(ex.buf[:k1], h.rows[0].pos[:h.rows[0].k1]) > 0 {
+		// With the input sorted by its first keys, once the heap is full a
+		// row whose sorted keys are beyond the worst kept row's cannot
+		// enter, and neither can any later one: stop reading.
+		if sorted > 0 && len(h.rows) == h.k && bytes.Compare(ex.buf[:kn], h.rows[0].pos[:h.rows[0].kn]) > 0 {
 			return false, nil
 		}
 		// In position order, no later row can enter a full page either.
@@ -106,7 +110,7 @@ func (ex *executor) runSorted(in input, o runOpts) ([]outRow, bool, error) {
 			r.val = v
 		}
 		r.pos = bytes.Clone(ex.buf)
-		r.k1 = k1
+		r.kn = kn
 		if ex.raw != nil {
 			r.raw = ex.raw() // SELECT * over whole documents: their own text
 		}

@@ -33,7 +33,7 @@ func runPages(t *testing.T, q *Query, mk func() *countingSource, size int, sorte
 	emitted, pulled := 0, 0
 	for range 10_000 {
 		src := mk()
-		page, err := q.Execute(src, ExecOptions{PageSize: size, After: after, Emitted: emitted, SortedByFirstKey: sorted, Unordered: sorted})
+		page, err := q.Execute(src, ExecOptions{PageSize: size, After: after, Emitted: emitted, SortedKeys: keysIf(sorted), Unordered: sorted})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func TestTiesInSeqOrder(t *testing.T) {
 		var after Cursor
 		emitted := 0
 		for range 10_000 {
-			page, err := q.Execute(mk(), ExecOptions{PageSize: size, After: after, Emitted: emitted, SortedByFirstKey: sorted, Unordered: sorted, TiesInSeqOrder: ties})
+			page, err := q.Execute(mk(), ExecOptions{PageSize: size, After: after, Emitted: emitted, SortedKeys: keysIf(sorted), Unordered: sorted, TiesInSeqOrder: ties})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +147,7 @@ func TestTiesInSeqOrder(t *testing.T) {
 		return nil
 	}
 	firstPagePulls := func(q *Query, src *countingSource, ties bool) int {
-		if _, err := q.Execute(src, ExecOptions{PageSize: 10, SortedByFirstKey: true, Unordered: true, TiesInSeqOrder: ties}); err != nil {
+		if _, err := q.Execute(src, ExecOptions{PageSize: 10, SortedKeys: 1, Unordered: true, TiesInSeqOrder: ties}); err != nil {
 			t.Fatal(err)
 		}
 		return src.pulled
@@ -178,6 +178,144 @@ func TestTiesInSeqOrder(t *testing.T) {
 		with, without := firstPagePulls(q, byA(c.desc)(), true), firstPagePulls(q, byA(c.desc)(), false)
 		if c.early && (with > 30 || without < 400) || !c.early && with != without {
 			t.Errorf("%s: the first page of 10 pulled %d documents with ties in seq order, %d without", c.q, with, without)
+		}
+	}
+}
+
+// keysIf is 1 for a source sorted by the first key, else 0.
+func keysIf(sorted bool) int {
+	if sorted {
+		return 1
+	}
+	return 0
+}
+
+// TestSortedBySeveralKeys: over a source sorted by two keys, each in its own
+// direction, with ties in ascending seq, every query gives exactly the rows
+// of the unsorted run; a first page ordered by both keys pulls about a
+// page where hundreds of documents share the first key; and ResumeKeys
+// returns each page's last row's keys and document.
+func TestSortedBySeveralKeys(t *testing.T) {
+	var docs []*jsonv.Object
+	for i := range 800 {
+		o, _ := jsonv.ParseObject([]byte(fmt.Sprintf(`{"id":"d%d","a":%d,"b":"%c%d","t":[%d,%d]}`, i, i%4, 'a'+rune(i%3), i%17, i%7, i%4)))
+		docs = append(docs, o)
+	}
+	// By a ascending, then b descending, then seq: as a composite index of
+	// /a and /b read in those directions yields them.
+	idx := make([]int, len(docs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool {
+		ai, _ := docs[idx[i]].Get("a")
+		aj, _ := docs[idx[j]].Get("a")
+		if x, y := ai.(jsonv.Number).Float64(), aj.(jsonv.Number).Float64(); x != y {
+			return x < y
+		}
+		bi, _ := docs[idx[i]].Get("b")
+		bj, _ := docs[idx[j]].Get("b")
+		return bi.(string) > bj.(string)
+	})
+	sorted := func() *countingSource {
+		s := &sliceSource{}
+		for _, i := range idx {
+			s.docs = append(s.docs, docs[i])
+			s.seqs = append(s.seqs, uint64(i+1))
+		}
+		return &countingSource{sliceSource: s}
+	}
+	plain := func() *countingSource { return &countingSource{sliceSource: newSliceSource(docs)} }
+	run := func(q *Query, src func() *countingSource, size, keys int, check func(Page)) []string {
+		var rows []string
+		var after Cursor
+		emitted := 0
+		for range 10_000 {
+			page, err := q.Execute(src(), ExecOptions{PageSize: size, After: after, Emitted: emitted, SortedKeys: keys, Unordered: keys > 0, TiesInSeqOrder: keys > 0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if check != nil {
+				check(*page)
+			}
+			for _, r := range page.Rows {
+				rows = append(rows, string(r))
+			}
+			if !page.More {
+				return rows
+			}
+			after, emitted = page.Last, page.Emitted
+		}
+		t.Fatal("no end")
+		return nil
+	}
+	for _, text := range []string{
+		"SELECT c.id, c.a, c.b FROM c ORDER BY c.a, c.b DESC",
+		"SELECT TOP 15 c.id FROM c WHERE c.id != 'd7' ORDER BY c.a, c.b DESC",
+		"SELECT c.id FROM c ORDER BY c.a, c.b DESC OFFSET 4 LIMIT 11",
+		"SELECT c.id FROM c ORDER BY c.a, c.b DESC, c.id DESC",
+		"SELECT c.id, x FROM c JOIN x IN c.t ORDER BY c.a, c.b DESC",
+	} {
+		q, err := Parse(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, size := range []int{3, 17} {
+			want := run(q, plain, size, 0, nil)
+			got := run(q, sorted, size, 2, nil)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s, pages of %d: sorted by two keys gives %d rows %.200v, want %d rows %.200v", text, size, len(got), got, len(want), want)
+			}
+			if one := run(q, sorted, size, 1, nil); !slices.Equal(one, want) {
+				t.Errorf("%s, pages of %d: read as sorted by the first key gives %d rows, want %d", text, size, len(one), len(want))
+			}
+		}
+		// 200 documents share each value of a, 3 or 4 each pair of a and b:
+		// sorted by both, a first page stops within a few pairs.
+		pulled := func(keys int) int {
+			src := sorted()
+			if _, err := q.Execute(src, ExecOptions{PageSize: 10, SortedKeys: keys, Unordered: true, TiesInSeqOrder: true}); err != nil {
+				t.Fatal(err)
+			}
+			return src.pulled
+		}
+		if two, one := pulled(2), pulled(1); two > 20 || one < 200 {
+			t.Errorf("%s: the first page of 10 pulled %d documents sorted by two keys, %d by one", text, two, one)
+		}
+	}
+	q, err := Parse("SELECT c.id, c.a, c.b FROM c ORDER BY c.a, c.b DESC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := 0
+	run(q, sorted, 9, 2, func(p Page) {
+		if !p.More {
+			return
+		}
+		pages++
+		keys, seq, ok := q.ResumeKeys(p.Last)
+		last, _ := jsonv.ParseObject(p.Rows[len(p.Rows)-1])
+		a, _ := last.Get("a")
+		b, _ := last.Get("b")
+		id, _ := last.Get("id")
+		if !ok || len(keys) != 2 || !jsonv.Equal(keys[0], a) || !jsonv.Equal(keys[1], b) || fmt.Sprintf("d%d", seq-1) != id {
+			t.Fatalf("ResumeKeys of the page ending with %s: %v, seq %d, %v", p.Rows[len(p.Rows)-1], keys, seq, ok)
+		}
+	})
+	if pages < 50 {
+		t.Fatalf("%d pages", pages)
+	}
+	if _, _, ok := q.ResumeKeys(nil); ok {
+		t.Error("ResumeKeys of no cursor")
+	}
+	if q2, _ := Parse("SELECT c.id FROM c ORDER BY c.t"); q2 != nil {
+		// An array key: no place to resume at.
+		p, err := q2.Execute(plain(), ExecOptions{PageSize: 3})
+		if err != nil || !p.More {
+			t.Fatal(err)
+		}
+		if _, _, ok := q2.ResumeKeys(p.Last); ok {
+			t.Error("ResumeKeys of a row whose key is an array")
 		}
 	}
 }
