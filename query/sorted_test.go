@@ -28,26 +28,43 @@ func (c *countingSource) Next() (*jsonv.Object, uint64, bool, error) {
 // from mk, and returns every row and the documents pulled in total.
 func runPages(t *testing.T, q *Query, mk func() *countingSource, size int, sorted bool) ([]string, int) {
 	t.Helper()
-	var rows []string
-	var after Cursor
-	emitted, pulled := 0, 0
-	for range 10_000 {
+	var made []*countingSource
+	rows := pageThrough(t, q, func() Source {
 		src := mk()
-		page, err := q.Execute(src, ExecOptions{PageSize: size, After: after, Emitted: emitted, SortedKeys: keysIf(sorted), Unordered: sorted})
+		made = append(made, src)
+		return src
+	}, ExecOptions{PageSize: size, SortedKeys: keysIf(sorted), Unordered: sorted}, nil)
+	pulled := 0
+	for _, src := range made {
+		pulled += src.pulled
+	}
+	return rows, pulled
+}
+
+// pageThrough runs q to its last page, each page over a fresh source from
+// mk with opts, whose After and Emitted it sets page by page, and returns
+// every row; check, when not nil, sees each page.
+func pageThrough(t *testing.T, q *Query, mk func() Source, opts ExecOptions, check func(Page)) []string {
+	t.Helper()
+	var rows []string
+	for range 10_000 {
+		page, err := q.Execute(mk(), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pulled += src.pulled
+		if check != nil {
+			check(*page)
+		}
 		for _, r := range page.Rows {
 			rows = append(rows, string(r))
 		}
 		if !page.More {
-			return rows, pulled
+			return rows
 		}
-		after, emitted = page.Last, page.Emitted
+		opts.After, opts.Emitted = page.Last, page.Emitted
 	}
 	t.Fatal("no end")
-	return nil, 0
+	return nil
 }
 
 // byNumber returns sources of docs (document i has seq i+1) sorted by their
@@ -127,24 +144,7 @@ func TestTiesInSeqOrder(t *testing.T) {
 	byA := func(desc bool) func() *countingSource { return byNumber(docs, "a", desc) }
 	plain := func() *countingSource { return &countingSource{sliceSource: newSliceSource(docs)} }
 	run := func(q *Query, mk func() *countingSource, size int, sorted, ties bool) []string {
-		var rows []string
-		var after Cursor
-		emitted := 0
-		for range 10_000 {
-			page, err := q.Execute(mk(), ExecOptions{PageSize: size, After: after, Emitted: emitted, SortedKeys: keysIf(sorted), Unordered: sorted, TiesInSeqOrder: ties})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range page.Rows {
-				rows = append(rows, string(r))
-			}
-			if !page.More {
-				return rows
-			}
-			after, emitted = page.Last, page.Emitted
-		}
-		t.Fatal("no end")
-		return nil
+		return pageThrough(t, q, func() Source { return mk() }, ExecOptions{PageSize: size, SortedKeys: keysIf(sorted), Unordered: sorted, TiesInSeqOrder: ties}, nil)
 	}
 	firstPagePulls := func(q *Query, src *countingSource, ties bool) int {
 		if _, err := q.Execute(src, ExecOptions{PageSize: 10, SortedKeys: 1, Unordered: true, TiesInSeqOrder: ties}); err != nil {
@@ -227,27 +227,7 @@ func TestSortedBySeveralKeys(t *testing.T) {
 	}
 	plain := func() *countingSource { return &countingSource{sliceSource: newSliceSource(docs)} }
 	run := func(q *Query, src func() *countingSource, size, keys int, check func(Page)) []string {
-		var rows []string
-		var after Cursor
-		emitted := 0
-		for range 10_000 {
-			page, err := q.Execute(src(), ExecOptions{PageSize: size, After: after, Emitted: emitted, SortedKeys: keys, Unordered: keys > 0, TiesInSeqOrder: keys > 0})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if check != nil {
-				check(*page)
-			}
-			for _, r := range page.Rows {
-				rows = append(rows, string(r))
-			}
-			if !page.More {
-				return rows
-			}
-			after, emitted = page.Last, page.Emitted
-		}
-		t.Fatal("no end")
-		return nil
+		return pageThrough(t, q, func() Source { return src() }, ExecOptions{PageSize: size, SortedKeys: keys, Unordered: keys > 0, TiesInSeqOrder: keys > 0}, check)
 	}
 	for _, text := range []string{
 		"SELECT c.id, c.a, c.b FROM c ORDER BY c.a, c.b DESC",
