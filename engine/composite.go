@@ -157,19 +157,6 @@ func (s *scope) planComposite(h query.Hints, filters []filterSpec, pk *filterSpe
 	}
 	first := h.OrderBy[0]
 	all := append(slices.Clip(filters), derefSpec(pk)...)
-	// equal returns the value an equality fixes at path, and which of all
-	// it is.
-	equal := func(path []string) (jsonv.Value, int, bool) {
-		for i, f := range all {
-			if f.kind == filterEq && len(f.values) == 1 && slices.Equal(f.path, path) {
-				switch v := f.values[0].(type) {
-				case nil, bool, string, jsonv.Number:
-					return v, i, true
-				}
-			}
-		}
-		return nil, 0, false
-	}
 next:
 	for ord, paths := range s.l.composites {
 		if !slices.Equal(paths[len(paths)-1], first.Path) {
@@ -178,12 +165,12 @@ next:
 		prefix := appendCompositePrefix(nil, s.rid, ord)
 		used := make([]bool, len(all))
 		for _, p := range paths[:len(paths)-1] {
-			v, i, ok := equal(p)
+			i, ok := fixedBy(all, p)
 			if !ok {
 				continue next
 			}
 			used[i] = true
-			prefix = appendIndexedValue(prefix, v)
+			prefix = appendIndexedValue(prefix, all[i].values[0])
 		}
 		p := &orderedPlan{path: first.Path, desc: first.Desc, prefix: prefix}
 		// WHERE holds for every entry when it is nothing but equalities the
@@ -216,6 +203,20 @@ next:
 		return p, true
 	}
 	return nil, false
+}
+
+// fixedBy returns which of filters is an equality on path with one scalar
+// value, the value a composite index's prefix can hold.
+func fixedBy(filters []filterSpec, path []string) (int, bool) {
+	for i, f := range filters {
+		if f.kind == filterEq && !f.element && len(f.values) == 1 && slices.Equal(f.path, path) {
+			switch f.values[0].(type) {
+			case nil, bool, string, jsonv.Number:
+				return i, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // derefSpec returns f as a one-element slice, or nothing for nil.

@@ -142,8 +142,7 @@ func (s *scope) keysDefined(r kv.Reader, p *keysPlan, fixed []filterSpec, filter
 	case len(open) == 0:
 		return true
 	case len(fixed) == 0:
-		stored, err := s.storedTally(r)
-		return err == nil && countEntries(r, p.prefix, stored.count) == stored.count
+		return s.definedInEvery(r, p.prefix)
 	case len(fixed) == 1:
 		selected := countEntries(r, appendIndexedValue(indexPrefix(s.rid, fixed[0].path), fixed[0].values[0]), -1)
 		return selected >= 0 && countEntries(r, p.prefix, selected) == selected
@@ -168,20 +167,6 @@ func countEntries(r kv.Reader, prefix []byte, limit int64) int64 {
 		return -1
 	}
 	return n
-}
-
-// fixedBy returns which of filters is an equality on path with one scalar
-// value, the value a composite index's prefix can hold.
-func fixedBy(filters []filterSpec, path []string) (int, bool) {
-	for i, f := range filters {
-		if f.kind == filterEq && !f.element && len(f.values) == 1 && slices.Equal(f.path, path) {
-			switch f.values[0].(type) {
-			case nil, bool, string, jsonv.Number:
-				return i, true
-			}
-		}
-	}
-	return 0, false
 }
 
 // constrains reports whether a WHERE conjunct among filters holds only for
@@ -215,7 +200,6 @@ type keysSource struct {
 	// there (see resume).
 	resumeAt  [][]byte
 	resumeSeq uint64
-	started   bool
 	scanned   int
 }
 
@@ -232,7 +216,8 @@ type keysFrame struct {
 
 // keysSource returns the source of plan's documents in scope.
 func (s *scope) keysSource(r kv.Reader, plan *keysPlan, filter *docFilter, lookAhead int) *keysSource {
-	return &keysSource{docReader: newDocReader(s, r, lookAhead), plan: plan, filter: filter}
+	return &keysSource{docReader: newDocReader(s, r, lookAhead), plan: plan, filter: filter,
+		frames: []keysFrame{{base: plan.prefix, ranges: plan.first}}}
 }
 
 // resume starts the read at the row whose keys are values (one per
@@ -252,6 +237,7 @@ func (x *keysSource) resume(values []jsonv.Value, seq uint64) {
 	if len(values) == len(x.plan.paths) {
 		x.resumeSeq = seq
 	}
+	x.frames[0].resumed = true
 }
 
 // Next implements query.Source.
@@ -275,10 +261,6 @@ func (x *keysSource) entriesRead() int { return x.scanned }
 
 // nextEntry returns the next entry in the keys' order.
 func (x *keysSource) nextEntry() (candidate, bool, error) {
-	if !x.started {
-		x.started = true
-		x.frames = append(x.frames, keysFrame{base: x.plan.prefix, ranges: x.plan.first, resumed: x.resumeAt != nil})
-	}
 	for {
 		if len(x.pending) > 0 {
 			c := x.pending[0]

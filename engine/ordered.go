@@ -137,12 +137,7 @@ func (s *scope) definedInEvery(r kv.Reader, prefix []byte) bool {
 	if err != nil || stored.count <= 0 {
 		return false
 	}
-	it := r.Scan(prefix, kv.PrefixEnd(prefix), false)
-	var n int64
-	for n <= stored.count && it.Next() {
-		n++
-	}
-	return it.Close() == nil && n == stored.count
+	return countEntries(r, prefix, stored.count) == stored.count
 }
 
 // orderedSource yields the documents of an ordered plan.
