@@ -19,6 +19,9 @@ type clock struct {
 	db       time.Time // the database's clock at the last reading
 	local    time.Time // this process's clock then (with its monotonic reading)
 	returned time.Time // the latest time Now returned
+	// bound is how far the last reading may be from the database's clock:
+	// half its round trip, plus the microsecond the database rounds to.
+	bound time.Duration
 }
 
 var _ kv.Clock = (*Store)(nil)
@@ -27,8 +30,8 @@ var _ kv.Clock = (*Store)(nil)
 // once a second and run forward in between on this process's monotonic
 // clock, so that it costs a round trip a second rather than one a request.
 // Its error against the database's clock is the drift of the local clock
-// over a second plus half the shortest of a few round trips; it never goes
-// back.
+// over a second plus half the shortest of a few round trips (and the
+// microsecond the database rounds to); it never goes back.
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	c := &s.clock
 	c.mu.Lock()
@@ -77,6 +80,7 @@ func (s *Store) readClock(ctx context.Context) error {
 		if best < 0 || rtt < best {
 			best = rtt
 			s.clock.db, s.clock.local = db, before.Add(rtt/2)
+			s.clock.bound = rtt/2 + time.Microsecond
 		}
 	}
 	return nil
