@@ -253,6 +253,9 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 	if err != nil {
 		return nil, err
 	}
+	if d := e.guard.defined; d != nil {
+		d.wrote(s.rid, manifest)
+	}
 	s.work.TermsWritten += countTerms(manifest)
 	fixed := fixedKeys(s.l, rec)
 	added := manifest

@@ -46,6 +46,9 @@ type metaGuard struct {
 	// an exclusive store (Engine.nextSeq): shared, so that the last number
 	// given out in a container is known exactly (Engine.lastSeqGiven).
 	seqs *seqBlocks
+	// defined holds what counts of index entries proved on an exclusive
+	// store (proofs.go); nil on any other.
+	defined *definedProofs
 }
 
 // cachedScope is a container's decoded records at one generation. The records
@@ -79,6 +82,7 @@ func acquireGuard(s kv.Store) *metaGuard {
 		}
 		if g.exclusive {
 			g.seqs = newSeqBlocks()
+			g.defined = newDefinedProofs()
 		}
 		guards.m[s] = g
 	}
@@ -99,6 +103,9 @@ type metaSnapshot struct {
 	guard *metaGuard
 	gen   uint64
 	valid bool // records of generation gen are exactly this snapshot's
+	// proofEpoch is the definedness proofs' epoch loaded before the
+	// snapshot was taken (definedProofs).
+	proofEpoch uint64
 }
 
 // begin records the generation before the store takes its snapshot.
@@ -120,8 +127,11 @@ func (g *metaGuard) View(ctx context.Context, fn func(kv.Reader) error) error {
 		return g.Store.View(ctx, fn)
 	}
 	gen, quiet := g.begin()
+	epoch := g.defined.epoch.Load()
 	return g.Store.View(ctx, func(r kv.Reader) error {
-		return fn(&metaReader{Reader: r, snap: g.settle(gen, quiet)})
+		snap := g.settle(gen, quiet)
+		snap.proofEpoch = epoch
+		return fn(&metaReader{Reader: r, snap: snap})
 	})
 }
 
@@ -170,6 +180,7 @@ type metaTx struct {
 // transaction reads its own writes, so it stops using cached records too.
 func (t *metaTx) touch() {
 	t.snap.valid = false
+	t.snap.guard.defined.reset() // a policy may have changed what a prefix means
 	if !*t.wrote {
 		*t.wrote = true
 		t.snap.guard.writers.Add(1)

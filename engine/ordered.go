@@ -2,10 +2,12 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
@@ -131,14 +133,38 @@ func (s *scope) planMinMax(r kv.Reader, path []string, max bool, filters []filte
 // the index holds them: the two counts are equal exactly when none lacks
 // the value. Counting reads every entry, a small part of what reading and
 // sorting every document costs ("ORDER BY c.name" over a container where
-// every document has a name).
+// every document has a name). On an exclusive store a count that finds
+// every document is remembered until a write breaks it (definedProofs), so
+// the pages after it count nothing.
 func (s *scope) definedInEvery(r kv.Reader, prefix []byte) bool {
+	m, _ := r.(*metaReader)
+	var proofs *definedProofs
+	if m != nil {
+		proofs = m.snap.guard.defined
+	}
+	if proofs != nil && proofs.holds(s.rid, prefix, m.snap.proofEpoch) {
+		return true
+	}
 	stored, err := s.storedTally(r)
 	if err != nil || stored.count <= 0 {
 		return false
 	}
-	return countEntries(r, prefix, stored.count) == stored.count
+	definednessCounts.Add(1)
+	if countEntries(r, prefix, stored.count) != stored.count {
+		return false
+	}
+	if proofs != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), proofWatchWait)
+		defer cancel()
+		proofs.counted(ctx, m.snap.guard.Store, s.rid, prefix, m.snap.proofEpoch)
+	}
+	return true
 }
+
+// proofWatchWait bounds how long a query waits for the writers to let it
+// watch a prefix (definedProofs.watch); past it the prefix stays unwatched
+// and the next count tries again.
+const proofWatchWait = time.Second
 
 // orderedSource yields the documents of an ordered plan.
 type orderedSource struct {

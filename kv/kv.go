@@ -77,14 +77,17 @@ type Store interface {
 	Close() error
 }
 
-// Exclusive is implemented by stores that can promise two things: no other
-// process writes their data, and every View and Update reads one fixed state
+// Exclusive is implemented by stores that can promise three things: no other
+// process writes their data; every View and Update reads one fixed state
 // holding every Update that returned before it was called (a snapshot taken,
 // or a writer lock held, before fn runs; a View may share a snapshot taken
-// earlier if nothing has committed since). A caller may then keep state derived from the store in
-// memory and validate it with its own counters of the writes it makes, instead
-// of reading it in every transaction. Stores shared between processes (a
-// network database behind several gateways) must not implement it or must
+// earlier if nothing has committed since); and Updates run one at a time, an
+// Update's fn starting only once the one before it has run and committed (or
+// rolled back). A caller may then keep state derived from the store in memory
+// and validate it with its own counters of the writes it makes, instead of
+// reading it in every transaction, and may order work of its own between two
+// writers with an Update that writes nothing. Stores shared between processes
+// (a network database behind several gateways) must not implement it or must
 // return false.
 type Exclusive interface {
 	Exclusive() bool

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -464,6 +466,45 @@ func TestWriterWaitHonoursContext(t *testing.T) {
 	}
 	close(release)
 	<-done
+}
+
+// TestUpdatesRunOneAtATime checks what kv.Exclusive promises of Updates:
+// one fn at a time, each reading what the one before it committed, so that
+// read-modify-write increments from concurrent writers add up.
+func TestUpdatesRunOneAtATime(t *testing.T) {
+	s := openMem(t)
+	const writers, each = 4, 50
+	var inside, most atomic.Int64
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for range each {
+				err := s.Update(context.Background(), func(tx kv.Tx) error {
+					n := inside.Add(1)
+					defer inside.Add(-1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					var count uint64
+					if v, err := tx.Get([]byte("n")); err == nil {
+						count = binary.BigEndian.Uint64(v)
+					} else if !errors.Is(err, kv.ErrNotFound) {
+						return err
+					}
+					runtime.Gosched() // give another writer the chance to overlap
+					return tx.Put([]byte("n"), binary.BigEndian.AppendUint64(nil, count+1))
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if m := most.Load(); m != 1 {
+		t.Errorf("%d Updates ran their fn at once, want 1", m)
+	}
+	checkValue(t, s, "n", string(binary.BigEndian.AppendUint64(nil, writers*each)))
 }
 
 func TestMetrics(t *testing.T) {
