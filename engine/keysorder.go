@@ -130,7 +130,9 @@ next:
 // none lacks a key, and with one equality the count of its value's
 // entries in the path index. With more, each key's path is counted
 // against the container (definedInEvery). Counting reads the entries of
-// the documents selected, where the one-key read would read and sort them.
+// the documents selected, where the one-key read would read and sort them;
+// on an exclusive store a count that finds them all is remembered until a
+// write breaks it (entryInEvery).
 func (s *scope) keysDefined(r kv.Reader, p *keysPlan, fixed []filterSpec, filters []filterSpec) bool {
 	var open [][]string // the keys no conjunct implies
 	for _, path := range p.paths {
@@ -144,8 +146,7 @@ func (s *scope) keysDefined(r kv.Reader, p *keysPlan, fixed []filterSpec, filter
 	case len(fixed) == 0:
 		return s.definedInEvery(r, p.prefix)
 	case len(fixed) == 1:
-		selected := countEntries(r, appendIndexedValue(indexPrefix(s.rid, fixed[0].path), fixed[0].values[0]), -1)
-		return selected >= 0 && countEntries(r, p.prefix, selected) == selected
+		return s.entryInEvery(r, appendIndexedValue(indexPrefix(s.rid, fixed[0].path), fixed[0].values[0]), p.prefix)
 	}
 	for _, path := range open {
 		if !s.definedInEvery(r, indexPrefix(s.rid, path)) {

@@ -137,26 +137,40 @@ func (s *scope) planMinMax(r kv.Reader, path []string, max bool, filters []filte
 // every document is remembered until a write breaks it (definedProofs), so
 // the pages after it count nothing.
 func (s *scope) definedInEvery(r kv.Reader, prefix []byte) bool {
+	return s.entryInEvery(r, nil, prefix)
+}
+
+// entryInEvery reports whether every document with an entry under among
+// (one entry a document: the path index's entries of one value; nil for
+// every stored document) has one under prefix, by counting both, or from a
+// proof that an earlier count left (definedProofs).
+func (s *scope) entryInEvery(r kv.Reader, among, prefix []byte) bool {
 	m, _ := r.(*metaReader)
 	var proofs *definedProofs
 	if m != nil {
 		proofs = m.snap.guard.defined
 	}
-	if proofs != nil && proofs.holds(s.rid, prefix, m.snap.proofEpoch) {
+	if proofs != nil && proofs.holds(s.rid, among, prefix, m.snap.proofEpoch) {
 		return true
 	}
-	stored, err := s.storedTally(r)
-	if err != nil || stored.count <= 0 {
+	var want int64
+	if among == nil {
+		stored, err := s.storedTally(r)
+		if err != nil || stored.count <= 0 {
+			return false
+		}
+		want = stored.count
+	} else if want = countEntries(r, among, -1); want < 0 {
 		return false
 	}
 	definednessCounts.Add(1)
-	if countEntries(r, prefix, stored.count) != stored.count {
+	if countEntries(r, prefix, want) != want {
 		return false
 	}
 	if proofs != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), proofWatchWait)
 		defer cancel()
-		proofs.counted(ctx, m.snap.guard.Store, s.rid, prefix, m.snap.proofEpoch)
+		proofs.counted(ctx, m.snap.guard.Store, s.rid, among, prefix, m.snap.proofEpoch)
 	}
 	return true
 }

@@ -14,13 +14,14 @@ import (
 // right only when no document the query selects lacks the key (such a
 // document sorts first and has no entry), and definedInEvery proves that
 // by counting the index's entries against the container's stored
-// documents: every entry, on every page. Once proved, the fact stays true
-// until a write stores a document without an entry under the index's
-// prefix (a delete, an expiry or a purge removes a document and its entries
-// together, and a write that has the key adds one of each), or until the
-// container's policy changes what the prefix means. definedProofs keeps
-// such facts in memory, so that a count runs once rather than on every
-// page.
+// documents (or, when an equality selects the documents, against that
+// value's entries in its path index): every entry, on every page. Once
+// proved, the fact stays true until a write stores a document without an
+// entry under the index's prefix (one the equality selects), since a
+// delete, an expiry or a purge removes a document and its entries together
+// and a write that has the key adds one of each; or until the container's
+// policy changes what the prefix means. definedProofs keeps such facts in
+// memory, so that a count runs once rather than on every page.
 //
 // It is kept only over a [kv.Exclusive] store, whose Updates run one at a
 // time and whose snapshots hold every Update that returned before them:
@@ -54,9 +55,10 @@ type definedProofs struct {
 	byColl map[[8]byte][]*definedProof
 }
 
-// definedProof is one watched prefix of a container.
+// definedProof is one watched prefix of a container: every document with
+// an entry under among (every document, when nil) has one under prefix.
 type definedProof struct {
-	prefix []byte
+	among, prefix []byte
 	// since is the epoch after the registration: snapshots of queries that
 	// loaded at least it hold every write made before the prefix was
 	// watched. The largest epoch until the registration has returned.
@@ -85,22 +87,27 @@ func newDefinedProofs() *definedProofs {
 // that check which pages count and which use a proof.
 var definednessCounts atomic.Int64
 
-// find returns coll's current proof for prefix, or nil.
-func (d *definedProofs) find(coll [8]byte, prefix []byte) *definedProof {
+// find returns coll's current proof for among and prefix, or nil.
+func (d *definedProofs) find(coll [8]byte, among, prefix []byte) *definedProof {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, p := range d.byColl[coll] {
-		if bytes.Equal(p.prefix, prefix) {
+		if p.is(among, prefix) {
 			return p
 		}
 	}
 	return nil
 }
 
+func (p *definedProof) is(among, prefix []byte) bool {
+	return bytes.Equal(p.prefix, prefix) && bytes.Equal(p.among, among) && (p.among == nil) == (among == nil)
+}
+
 // holds reports whether a query whose snapshot was taken at epoch may take
-// it as proved that every document of coll has an entry under prefix.
-func (d *definedProofs) holds(coll [8]byte, prefix []byte, epoch uint64) bool {
-	p := d.find(coll, prefix)
+// it as proved that every document of coll with an entry under among has
+// one under prefix.
+func (d *definedProofs) holds(coll [8]byte, among, prefix []byte, epoch uint64) bool {
+	p := d.find(coll, among, prefix)
 	if p == nil || p.broken.Load() {
 		return false
 	}
@@ -109,12 +116,12 @@ func (d *definedProofs) holds(coll [8]byte, prefix []byte, epoch uint64) bool {
 }
 
 // counted records that a count on a snapshot taken at epoch found every
-// document of coll to have an entry under prefix: it proves a watched,
-// unbroken prefix whose registration the snapshot follows, and registers
-// one that is not watched (or whose proof broke) through store, so that a
-// later count proves it.
-func (d *definedProofs) counted(ctx context.Context, store kv.Store, coll [8]byte, prefix []byte, epoch uint64) {
-	p := d.find(coll, prefix)
+// document of coll with an entry under among to have one under prefix: it
+// proves a watched, unbroken prefix whose registration the snapshot
+// follows, and registers one that is not watched (or whose proof broke)
+// through store, so that a later count proves it.
+func (d *definedProofs) counted(ctx context.Context, store kv.Store, coll [8]byte, among, prefix []byte, epoch uint64) {
+	p := d.find(coll, among, prefix)
 	if p != nil && !p.broken.Load() {
 		if epoch >= p.since.Load() && p.proven.Load() == 0 {
 			// After the count's snapshot: later snapshots hold what it held.
@@ -122,15 +129,15 @@ func (d *definedProofs) counted(ctx context.Context, store kv.Store, coll [8]byt
 		}
 		return
 	}
-	d.watch(ctx, store, coll, prefix)
+	d.watch(ctx, store, coll, among, prefix)
 }
 
 // watch registers prefix in coll's watched prefixes, replacing a broken
 // proof of it, in an Update of its own: writers run one at a time, so each
 // either finished before it or checks the prefix. A store that refuses the
 // Update (closed, or out of space) leaves the prefix unwatched.
-func (d *definedProofs) watch(ctx context.Context, store kv.Store, coll [8]byte, prefix []byte) {
-	p := &definedProof{prefix: bytes.Clone(prefix)}
+func (d *definedProofs) watch(ctx context.Context, store kv.Store, coll [8]byte, among, prefix []byte) {
+	p := &definedProof{among: bytes.Clone(among), prefix: bytes.Clone(prefix)}
 	p.since.Store(math.MaxUint64)
 	err := store.Update(ctx, func(kv.Tx) error {
 		d.mu.Lock()
@@ -140,7 +147,7 @@ func (d *definedProofs) watch(ctx context.Context, store kv.Store, coll [8]byte,
 		}
 		list := d.byColl[coll]
 		for i, q := range list {
-			if bytes.Equal(q.prefix, prefix) {
+			if q.is(among, prefix) {
 				list = append(list[:i:i], list[i+1:]...)
 				d.watched.Add(-1)
 				break
@@ -163,8 +170,9 @@ func (d *definedProofs) watch(ctx context.Context, store kv.Store, coll [8]byte,
 
 // wrote checks a document version a write of coll stores, whose index and
 // unique key entries are keys, against the container's watched prefixes,
-// and breaks the proof of each it has no entry under. It runs inside the
-// write's transaction, before the commit.
+// and breaks the proof of each it has no entry under (while it has one
+// under the proof's among). It runs inside the write's transaction, before
+// the commit.
 func (d *definedProofs) wrote(coll [8]byte, keys [][]byte) {
 	if d.watched.Load() == 0 {
 		return
@@ -172,7 +180,7 @@ func (d *definedProofs) wrote(coll [8]byte, keys [][]byte) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, p := range d.byColl[coll] {
-		if !p.broken.Load() && !hasKeyUnder(keys, p.prefix) {
+		if !p.broken.Load() && (p.among == nil || hasKeyUnder(keys, p.among)) && !hasKeyUnder(keys, p.prefix) {
 			p.broken.Store(true)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lethe-db/lethe"
 )
 
 // TestDefinedProofs: an ascending ORDER BY, and one of two keys served by a
@@ -18,7 +20,8 @@ import (
 func TestDefinedProofs(t *testing.T) {
 	te := newTestEngine(t)
 	te.mustDB("db")
-	composite := `"indexingPolicy":{"compositeIndexes":[[{"path":"/name"},{"path":"/n","order":"descending"}]]}`
+	composite := `"indexingPolicy":{"compositeIndexes":[[{"path":"/name"},{"path":"/n","order":"descending"}],` +
+		`[{"path":"/pk"},{"path":"/name"},{"path":"/n","order":"descending"}]]}`
 	te.mustContainer("idx", `"defaultTtl":-1,`+composite)
 	te.mustContainer("scan", `"defaultTtl":-1,"indexingPolicy":{"includedPaths":[{"path":"/pk/?"}],"excludedPaths":[{"path":"/*"}]}`)
 	both := func(do func(coll string) error) {
@@ -39,31 +42,39 @@ func TestDefinedProofs(t *testing.T) {
 	for i := range 150 {
 		upsert(fmt.Sprintf(`{"id":"d%03d","pk":"p","name":"n%d","n":%d}`, i, i%13, i%7))
 	}
-	queries := []string{
-		"SELECT c.id FROM c ORDER BY c.name",
-		"SELECT c.id FROM c ORDER BY c.name, c.n DESC",
+	type query struct {
+		text string
+		pk   lethe.PartitionKey
 	}
-	// pages reads every page of each query at page size 7 in both
+	queries := []query{
+		{"SELECT c.id FROM c ORDER BY c.name", nil},
+		{"SELECT c.id FROM c ORDER BY c.name, c.n DESC", nil},
+		// The partition's documents (its entries in the index of /pk) are
+		// counted against the second composite's entries under p.
+		{"SELECT c.id FROM c ORDER BY c.name, c.n DESC", pk("p")},
+	}
+	// pagesOf reads every page of each query of qs at page size 7 in both
 	// containers, checks that they agree, and returns how many counts the
 	// index's pages made.
-	pages := func(stage string) int64 {
+	pagesOf := func(stage string, qs []query) int64 {
 		t.Helper()
 		before := definednessCounts.Load()
-		for _, text := range queries {
-			got, _ := te.allPages("idx", QueryOptions{Text: text, MaxItems: 7})
+		for _, q := range qs {
+			got, _ := te.allPages("idx", QueryOptions{Text: q.text, PK: q.pk, MaxItems: 7})
 			counted := definednessCounts.Load()
-			want, _ := te.allPages("scan", QueryOptions{Text: text, MaxItems: 1000})
+			want, _ := te.allPages("scan", QueryOptions{Text: q.text, PK: q.pk, MaxItems: 1000})
 			before += definednessCounts.Load() - counted // the scan's plan counts nothing, but be exact
 			if g, w := slices.Concat(got...), slices.Concat(want...); !slices.Equal(g, w) {
-				t.Errorf("%s: %q:\n index %.300v\n scan  %.300v", stage, text, g, w)
+				t.Errorf("%s: %q in %v:\n index %.300v\n scan  %.300v", stage, q.text, q.pk, g, w)
 			}
 		}
 		return definednessCounts.Load() - before
 	}
+	pages := func(stage string) int64 { t.Helper(); return pagesOf(stage, queries) }
 	sorted := func() bool {
 		var ok bool
-		for _, text := range queries {
-			te.withPlan("idx", text, nil, nil, func(_ querySource, plan sourcePlan) { ok = plan.sorted > 0 })
+		for _, q := range queries {
+			te.withPlan("idx", q.text, nil, q.pk, func(_ querySource, plan sourcePlan) { ok = plan.sorted > 0 })
 			if !ok {
 				return false
 			}
@@ -153,6 +164,23 @@ func TestDefinedProofs(t *testing.T) {
 		}
 	}
 
+	// A document of another partition without the name breaks the proofs
+	// about the container, not the one about the partition.
+	both(func(coll string) error {
+		_, err := te.CreateDocument(ctx, DocRef{DB: "db", Coll: coll, PK: pk("q")}, []byte(`{"id":"other","pk":"q","n":1}`))
+		return err
+	})
+	if n := pagesOf("another partition's document without the name", queries[2:]); n != 0 {
+		t.Errorf("another partition's document without the name: the partition's pages counted %d times", n)
+	}
+	if n := pages("another partition's document without the name"); n == 0 {
+		t.Error("another partition's document without the name: the container's pages counted nothing")
+	}
+	both(func(coll string) error {
+		_, err := te.DeleteDocument(ctx, ref(coll, "other", "q"), Conditions{})
+		return err
+	})
+	settled("another partition's document deleted", true)
 	// Documents that expire, or are deleted, leave the proof standing.
 	for i := range 5 {
 		upsert(fmt.Sprintf(`{"id":"e%d","pk":"p","name":"n%d","n":%d,"ttl":10}`, i, i, i))
