@@ -147,11 +147,13 @@ func alwaysDefined(path []string) bool {
 // in the order of its first ORDER BY key: equalities among filters and pk
 // (the request's partition key, nil for none) fix every path of the index
 // but the last, which is the ORDER BY key. As with a path index, ascending
-// needs the key always defined or a WHERE conjunct on it (documents without
-// it sort first and have no entry), and descending finds them after the
-// index, in the tail. An equality or IN on another indexed path leaves the
-// query to the path indexes, whose list of that value may be far shorter.
-func (s *scope) planComposite(h query.Hints, filters []filterSpec, pk *filterSpec) (*orderedPlan, bool) {
+// needs the key always defined, a WHERE conjunct on it, or a count that
+// shows every document the equalities select has it (fixedDefine), since
+// documents without it sort first and have no entry; descending finds them
+// after the index, in the tail. An equality or IN on another indexed path
+// leaves the query to the path indexes, whose list of that value may be
+// far shorter.
+func (s *scope) planComposite(r kv.Reader, h query.Hints, filters []filterSpec, pk *filterSpec) (*orderedPlan, bool) {
 	if len(h.OrderBy) == 0 || len(s.l.composites) == 0 {
 		return nil, false
 	}
@@ -164,12 +166,14 @@ next:
 		}
 		prefix := appendCompositePrefix(nil, s.rid, ord)
 		used := make([]bool, len(all))
+		var fixed []filterSpec
 		for _, p := range paths[:len(paths)-1] {
 			i, ok := fixedBy(all, p)
 			if !ok {
 				continue next
 			}
 			used[i] = true
+			fixed = append(fixed, all[i])
 			prefix = appendIndexedValue(prefix, all[i].values[0])
 		}
 		p := &orderedPlan{path: first.Path, desc: first.Desc, prefix: prefix}
@@ -195,14 +199,33 @@ next:
 		if p.narrow(filters) {
 			return p, true
 		}
-		if !first.Desc && !alwaysDefined(first.Path) {
+		if !first.Desc && !alwaysDefined(first.Path) && !s.fixedDefine(r, fixed, first.Path, prefix) {
 			continue
 		}
 		p.ranges = []keyRange{{prefix, kv.PrefixEnd(prefix)}}
-		p.tail = !alwaysDefined(first.Path)
+		p.tail = first.Desc && !alwaysDefined(first.Path)
 		return p, true
 	}
 	return nil, false
+}
+
+// fixedDefine reports whether every document that the equalities fixed
+// select has a value at path, the composite index's last, whose entries
+// under those values lie under prefix: so that an ascending read of them
+// misses none. With one equality, on an indexed path, its value's entries
+// are counted against prefix's; otherwise path's entries against the
+// container's documents. Either count is remembered (entryInEvery).
+func (s *scope) fixedDefine(r kv.Reader, fixed []filterSpec, path []string, prefix []byte) bool {
+	if len(fixed) == 1 && s.l.index.indexed(fixed[0].path) {
+		return s.entryInEvery(r, s.equalityEntries(fixed[0]), prefix)
+	}
+	return s.l.index.indexed(path) && s.definedInEvery(r, indexPrefix(s.rid, path))
+}
+
+// equalityEntries returns the prefix of the path index entries of the
+// documents that the equality f (one scalar value, fixedBy) selects.
+func (s *scope) equalityEntries(f filterSpec) []byte {
+	return appendIndexedValue(indexPrefix(s.rid, f.path), f.values[0])
 }
 
 // fixedBy returns which of filters is an equality on path with one scalar

@@ -145,8 +145,10 @@ func (s *scope) keysDefined(r kv.Reader, p *keysPlan, fixed []filterSpec, filter
 		return true
 	case len(fixed) == 0:
 		return s.definedInEvery(r, p.prefix)
-	case len(fixed) == 1:
-		return s.entryInEvery(r, appendIndexedValue(indexPrefix(s.rid, fixed[0].path), fixed[0].values[0]), p.prefix)
+	case len(fixed) == 1 && s.l.index.indexed(fixed[0].path):
+		// (An equality on a path the policy leaves out of the index has no
+		// entries to count the selected documents by.)
+		return s.entryInEvery(r, s.equalityEntries(fixed[0]), p.prefix)
 	}
 	for _, path := range open {
 		if !s.definedInEvery(r, indexPrefix(s.rid, path)) {

@@ -21,7 +21,7 @@ func TestDefinedProofs(t *testing.T) {
 	te := newTestEngine(t)
 	te.mustDB("db")
 	composite := `"indexingPolicy":{"compositeIndexes":[[{"path":"/name"},{"path":"/n","order":"descending"}],` +
-		`[{"path":"/pk"},{"path":"/name"},{"path":"/n","order":"descending"}]]}`
+		`[{"path":"/pk"},{"path":"/name"},{"path":"/n","order":"descending"}],[{"path":"/pk"},{"path":"/n"}]]}`
 	te.mustContainer("idx", `"defaultTtl":-1,`+composite)
 	te.mustContainer("scan", `"defaultTtl":-1,"indexingPolicy":{"includedPaths":[{"path":"/pk/?"}],"excludedPaths":[{"path":"/*"}]}`)
 	both := func(do func(coll string) error) {
@@ -52,6 +52,8 @@ func TestDefinedProofs(t *testing.T) {
 		// The partition's documents (its entries in the index of /pk) are
 		// counted against the second composite's entries under p.
 		{"SELECT c.id FROM c ORDER BY c.name, c.n DESC", pk("p")},
+		// An ascending read of the composite of /pk and /n, the same way.
+		{"SELECT c.id FROM c ORDER BY c.n", pk("p")},
 	}
 	// pagesOf reads every page of each query of qs at page size 7 in both
 	// containers, checks that they agree, and returns how many counts the

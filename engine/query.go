@@ -395,7 +395,7 @@ func (s *scope) planSource(r kv.Reader, q *query.Query, params map[string]jsonv.
 		}
 		// A composite index reads about a page, where an equality reads
 		// every document it selects to sort them.
-		if cp, ok := s.planComposite(h, filters, pk); ok && !s.unordered {
+		if cp, ok := s.planComposite(r, h, filters, pk); ok && !s.unordered {
 			src := s.orderedSource(r, cp, part, filter, lookAhead)
 			return src, src.keyOnly(q, sourcePlan{path: cp.path, sorted: 1, composite: cp.specs})
 		}
