@@ -176,9 +176,10 @@ func (s *scope) entryInEvery(r kv.Reader, among, prefix []byte) bool {
 }
 
 // proofWatchWait bounds how long a query waits for the writers to let it
-// watch a prefix (definedProofs.watch); past it the prefix stays unwatched
-// and the next count tries again.
-const proofWatchWait = time.Second
+// watch a prefix (definedProofs.watch), which it does once for each proof:
+// a turn behind the writers queued before it, unless writes stall; past it
+// the prefix stays unwatched and the next count tries again.
+const proofWatchWait = 50 * time.Millisecond
 
 // orderedSource yields the documents of an ordered plan.
 type orderedSource struct {

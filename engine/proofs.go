@@ -161,11 +161,14 @@ func (d *definedProofs) watch(ctx context.Context, store kv.Store, coll [8]byte,
 		d.watched.Add(1)
 		return nil
 	})
-	if err == nil {
-		// Set after the Update has returned: a View that loads it or a
-		// later epoch starts after every write the registration followed.
-		p.since.Store(d.epoch.Add(1))
+	if err != nil {
+		// Listed or not, it is never proved: the next count watches anew.
+		p.broken.Store(true)
+		return
 	}
+	// Set after the Update has returned: a View that loads it or a later
+	// epoch starts after every write the registration followed.
+	p.since.Store(d.epoch.Add(1))
 }
 
 // wrote checks a document version a write of coll stores, whose index and

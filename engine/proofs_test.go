@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/kv"
 )
 
 // TestDefinedProofs: an ascending ORDER BY, and one of two keys served by a
@@ -285,5 +286,52 @@ func TestDefinedProofsUnderConcurrentWrites(t *testing.T) {
 			}
 		}
 		te.mustDelete("c", id)
+	}
+}
+
+// TestDefinedProofsWhileWritesWait: a query that cannot watch its prefix,
+// because a write holds the store's writers up, answers all the same after
+// a short wait, and proves the prefix once the writers move again.
+func TestDefinedProofsWhileWritesWait(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":-1`)
+	for i := range 20 {
+		if err := te.create("c", fmt.Sprintf(`{"id":"d%02d","pk":"p","name":"n%02d"}`, i, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const text = "SELECT VALUE c.id FROM c ORDER BY c.name"
+	counts := func() int64 {
+		t.Helper()
+		before := definednessCounts.Load()
+		page, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: text, MaxItems: 3})
+		if err != nil || strings.Join(rowStrings(page.Rows), ",") != `"d00","d01","d02"` {
+			t.Fatalf("%q: %s, %v", text, rowStrings(page.Rows), err)
+		}
+		return definednessCounts.Load() - before
+	}
+	holding, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
+	go func() {
+		done <- te.store.Update(ctx, func(kv.Tx) error {
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	for range 3 {
+		if n := counts(); n != 1 {
+			t.Errorf("a query while a write holds the writers up counted %d times, want 1", n)
+		}
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	counts() // watches
+	counts() // proves
+	if n := counts(); n != 0 {
+		t.Errorf("once the writers moved, a query counted %d times, want 0", n)
 	}
 }
