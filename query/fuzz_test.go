@@ -1,9 +1,11 @@
 package query
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -160,6 +162,7 @@ func FuzzExecute(f *testing.F) {
 		}
 		checkOnlyPath(t, q, docs, want, opts)
 		checkReadPaths(t, q, docs, want, opts)
+		checkSortedKeys(t, q, docs, want, opts)
 		var got []string
 		var after Cursor
 		for emitted := 0; ; {
@@ -324,6 +327,60 @@ func setAtPath(o *jsonv.Object, path []string, v jsonv.Value) {
 		o = obj
 	}
 	o.Set(path[len(path)-1], v)
+}
+
+// checkSortedKeys pages through q, two rows a page, over docs sorted by
+// its first k ORDER BY keys for each k, each key in its direction and ties
+// in seq order, as an index read in order yields them (the engine's path
+// and composite indexes), with ExecOptions.SortedKeys k: the rows must be
+// want, those of the unsorted run.
+func checkSortedKeys(t *testing.T, q *Query, docs []*jsonv.Object, want []string, opts ExecOptions) {
+	t.Helper()
+	keys := q.Hints(opts.Params).OrderBy
+	for k := 1; k <= len(keys); k++ {
+		order := make([][]byte, len(docs))
+		for i, d := range docs {
+			for _, key := range keys[:k] {
+				var v jsonv.Value = struct{}{} // undefined
+				if present, ok := valueAtPath(d, key.Path); ok {
+					v = present
+				}
+				order[i] = appendKey(order[i], v, key.Desc)
+			}
+		}
+		idx := make([]int, len(docs))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return bytes.Compare(order[idx[a]], order[idx[b]]) < 0 })
+		sorted := func() Source {
+			src := &sliceSource{}
+			for _, i := range idx {
+				src.docs = append(src.docs, docs[i])
+				src.seqs = append(src.seqs, uint64(i+1))
+			}
+			return src
+		}
+		paged := opts
+		paged.PageSize, paged.SortedKeys, paged.Unordered, paged.TiesInSeqOrder = 2, k, true, true
+		var got []string
+		for {
+			page, err := q.Execute(sorted(), paged)
+			if err != nil {
+				t.Fatalf("sorted by %d keys, page after %x: %v", k, paged.After, err)
+			}
+			for _, r := range page.Rows {
+				got = append(got, string(r))
+			}
+			if !page.More || len(got) > len(want) {
+				break
+			}
+			paged.After, paged.Emitted = page.Last, page.Emitted
+		}
+		if !equalRows(got, want) {
+			t.Fatalf("sorted by %d keys, paged:\n%s\nunpaged:\n%s", k, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
 }
 
 // valueAtPath returns the value at path in d, and whether there is one.
