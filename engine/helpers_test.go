@@ -207,6 +207,8 @@ func parsesNoDocument(src querySource) bool {
 		return x.rawOnly
 	case *docSource:
 		return x.rawOnly
+	case *liveCountSource:
+		return true
 	}
 	return false
 }

@@ -440,6 +440,12 @@ func (s *scope) planSource(r kv.Reader, q *query.Query, params map[string]jsonv.
 			return src, sourcePlan{unordered: true}
 		}
 	}
+	// A count of a whole container without WHERE is its tallies'.
+	if !q.Filters() && q.ReadsNoDocument() && part == nil && filter == nil {
+		if src, ok := s.liveCount(r); ok {
+			return src, sourcePlan{whereHolds: true}
+		}
+	}
 	// SELECT * without WHERE returns every document's stored JSON unparsed;
 	// a count without WHERE counts the documents without parsing them.
 	rawOnly := !q.Filters() && (q.ReadsOnlyRaw() || q.ReadsNoDocument())

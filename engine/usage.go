@@ -268,6 +268,20 @@ func (s *scope) cutoff(kind byte) int64 {
 	return ttl.OwnCutoff(s.now, s.pol, s.c.Watermarks)
 }
 
+// liveTally returns the count and size of the scope's container's live
+// documents: those it stores less those expired at the scope's instant.
+func (s *scope) liveTally(r kv.Reader) (tally, error) {
+	total, err := s.storedTally(r)
+	if err != nil {
+		return tally{}, fmt.Errorf("read usage: %w", err)
+	}
+	pending, _, _, err := s.expiredTally(r)
+	if err != nil {
+		return tally{}, fmt.Errorf("read expiry tallies: %w", err)
+	}
+	return tally{total.count - pending.count, total.bytes - pending.bytes}, nil
+}
+
 // storedTally returns the count and size of the documents the scope's
 // container stores, expired or not.
 func (s *scope) storedTally(r kv.Reader) (tally, error) {
@@ -379,16 +393,9 @@ func (e *Engine) containerUsageAt(ctx context.Context, dbID, collID string, now 
 		if err != nil {
 			return err
 		}
-		total, err := s.storedTally(r)
-		if err != nil {
-			return fmt.Errorf("read usage: %w", err)
-		}
-		pending, _, _, err := s.expiredTally(r)
-		if err != nil {
-			return fmt.Errorf("read expiry tallies: %w", err)
-		}
-		u = Usage{Documents: total.count - pending.count, Bytes: total.bytes - pending.bytes}
-		return nil
+		live, err := s.liveTally(r)
+		u = Usage{Documents: live.count, Bytes: live.bytes}
+		return err
 	})
 	return u, err
 }

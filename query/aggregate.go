@@ -1,6 +1,10 @@
 package query
 
-import "github.com/lethe-db/lethe/jsonv"
+import (
+	"math"
+
+	"github.com/lethe-db/lethe/jsonv"
+)
 
 // Aggregate semantics follow Cosmos DB:
 //
@@ -64,6 +68,44 @@ func (a *accumulator) add(name string, v jsonv.Value, pos rowPos) {
 			a.best, a.bestAt = v, pos
 		}
 		a.count++
+	}
+}
+
+// addRepeated adds v as the argument of n rows, the first at pos: what n
+// calls of add would do, the sum's float64 additions included (a number
+// that is an integer is added as a product, which is exact where each of
+// the additions was).
+func (a *accumulator) addRepeated(name string, v jsonv.Value, pos rowPos, n int64) {
+	if n <= 1 || name == "MIN" || name == "MAX" {
+		if n > 0 {
+			before := a.count
+			a.add(name, v, pos) // later rows tie, and come after pos
+			if a.count > before {
+				a.count += n - 1
+			}
+		}
+		return
+	}
+	if isUndefined(v) || a.bad {
+		return
+	}
+	switch name {
+	case "COUNT":
+		a.count += n
+	case "SUM", "AVG":
+		f, ok := argNumber(v)
+		if !ok {
+			a.bad = true
+			return
+		}
+		if f == math.Trunc(f) && math.Abs(a.sum)+math.Abs(f)*float64(n) < 1<<53 && a.sum == math.Trunc(a.sum) {
+			a.sum += f * float64(n)
+		} else {
+			for range n {
+				a.sum += f
+			}
+		}
+		a.count += n
 	}
 }
 

@@ -261,8 +261,9 @@ func (q *Query) ReadsOnlyRaw() bool {
 // VALUE COUNT(1) FROM c. Executed without WHERE or with
 // ExecOptions.WhereHolds, it only counts the documents its source yields,
 // so the source may yield a placeholder for each (any non-nil object).
-func (q *Query) ReadsNoDocument() bool {
-	s := q.stmt
+func (q *Query) ReadsNoDocument() bool { return q.stmt.readsNoDocument() }
+
+func (s *selectStmt) readsNoDocument() bool {
 	if s.plan != planAggregate || s.From == nil || s.From.In || len(s.Joins) > 0 || s.Star || len(s.OrderBy) > 0 {
 		return false
 	}
@@ -283,6 +284,21 @@ func (q *Query) ReadsNoDocument() bool {
 		}
 	}
 	return true
+}
+
+// callsRand reports whether the select list calls RAND, whose value differs
+// from one row to the next.
+func (s *selectStmt) callsRand() bool {
+	calls := false
+	for _, it := range s.Items {
+		Inspect(it.X, func(x Expr) bool {
+			if c, ok := x.(*CallExpr); ok && strings.EqualFold(c.Fun.Name, "RAND") {
+				calls = true
+			}
+			return !calls
+		})
+	}
+	return calls
 }
 
 // ReadsOnlyRawAndFirstKey returns the path of the one ORDER BY key of a
@@ -423,6 +439,37 @@ func (s *selectStmt) cursorKind() byte {
 		return cursorGroup
 	}
 	return cursorAggregate
+}
+
+// Blanks is a Source of N documents that hold nothing: the documents a
+// query that reads none of them (ReadsNoDocument) runs over, when the caller
+// knows how many there are without reading them (a container's count of
+// live documents). An aggregate without WHERE over them takes them in at
+// once, as N of the one row they all make, so a count of a million
+// documents costs what a count of one does; any other query reads them one
+// by one, with seqs 1 to N. A caller's source may embed it.
+type Blanks struct {
+	N    int64
+	sent int64
+}
+
+// blankDocument is every document Blanks yields.
+var blankDocument = jsonv.NewObject(0)
+
+// blanks makes a Blanks, and a source that embeds one, a blankSource.
+func (b *Blanks) blanks() *Blanks { return b }
+
+// blankSource is a Source of documents that hold nothing: Blanks, or a
+// caller's source that embeds it.
+type blankSource interface{ blanks() *Blanks }
+
+// Next implements Source.
+func (b *Blanks) Next() (*jsonv.Object, uint64, bool, error) {
+	if b.sent >= b.N {
+		return nil, 0, false, nil
+	}
+	b.sent++
+	return blankDocument, uint64(b.sent), true, nil
 }
 
 // sourceInput adapts a Source and counts the documents it yields.

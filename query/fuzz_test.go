@@ -163,6 +163,7 @@ func FuzzExecute(f *testing.F) {
 		checkOnlyPath(t, q, docs, want, opts)
 		checkReadPaths(t, q, docs, want, opts)
 		checkSortedKeys(t, q, docs, want, opts)
+		checkBlanks(t, q, opts)
 		var got []string
 		var after Cursor
 		for emitted := 0; ; {
@@ -380,6 +381,33 @@ func checkSortedKeys(t *testing.T, q *Query, docs []*jsonv.Object, want []string
 		if !equalRows(got, want) {
 			t.Fatalf("sorted by %d keys, paged:\n%s\nunpaged:\n%s", k, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
+	}
+}
+
+// checkBlanks fails unless q gives over Blanks the rows (or the error) it
+// gives over as many empty documents read one by one.
+func checkBlanks(t *testing.T, q *Query, opts ExecOptions) {
+	t.Helper()
+	const n = 5
+	run := func(src Source) (string, error) {
+		page, err := q.Execute(src, opts)
+		if err != nil {
+			return "", err
+		}
+		var rows []string
+		for _, r := range page.Rows {
+			rows = append(rows, string(r))
+		}
+		return strings.Join(rows, "\n"), nil
+	}
+	blanks := make([]*jsonv.Object, n)
+	for i := range blanks {
+		blanks[i] = jsonv.NewObject(0)
+	}
+	want, wantErr := run(newSliceSource(blanks))
+	got, err := run(&Blanks{N: n})
+	if (err == nil) != (wantErr == nil) || got != want {
+		t.Fatalf("over Blanks{%d}:\n%s (%v)\nover %d empty documents:\n%s (%v)", n, got, err, n, want, wantErr)
 	}
 }
 

@@ -209,7 +209,11 @@ func (ex *executor) runGroups(in input, o runOpts) ([]outRow, bool, error) {
 	if s.plan == planAggregate { // one group, even of no rows
 		groups[""] = &group{pos: []byte{}, accs: make([]accumulator, len(s.aggs))}
 	}
-	err := ex.eachDoc(in, 0, func() (bool, error) {
+	each := ex.eachDoc
+	if b := ex.blankRun(in); b != nil {
+		each = b
+	}
+	err := each(in, 0, func() (bool, error) {
 		buf, vals := ex.buf[:0], ex.vals[:0]
 		for _, k := range s.GroupBy {
 			v, err := ex.ev.eval(k)
@@ -232,7 +236,7 @@ func (ex *executor) runGroups(in input, o runOpts) ([]outRow, bool, error) {
 			if err != nil {
 				return false, err
 			}
-			g.accs[i].add(a.Name, v, at)
+			g.accs[i].addRepeated(a.Name, v, at, max(ex.repeat, 1))
 		}
 		return !(o.firstDecides && s.plan == planAggregate), nil
 	})
