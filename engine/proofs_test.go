@@ -215,14 +215,7 @@ func TestDefinedProofs(t *testing.T) {
 // query that starts after it, while other writers add documents with the
 // key and queries prove and use the proof throughout.
 func TestDefinedProofsUnderConcurrentWrites(t *testing.T) {
-	te := newTestEngine(t)
-	te.mustDB("db")
-	te.mustContainer("c", `"defaultTtl":-1`)
-	for i := range 50 {
-		if err := te.create("c", fmt.Sprintf(`{"id":"d%d","pk":"p","name":"n%d"}`, i, i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	te := namedDocuments(t, 50)
 	const text = "SELECT TOP 1 c.id FROM c ORDER BY c.name"
 	first := func() string {
 		page, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: text})
@@ -271,7 +264,7 @@ func TestDefinedProofsUnderConcurrentWrites(t *testing.T) {
 		}
 		// Let the queries prove the key defined again...
 		for range 3 {
-			if got := first(); got != `{"id":"d0"}` {
+			if got := first(); got != `{"id":"d00"}` {
 				t.Fatalf("round %d, every document named: first row %s", i, got)
 			}
 		}
@@ -293,14 +286,7 @@ func TestDefinedProofsUnderConcurrentWrites(t *testing.T) {
 // because a write holds the store's writers up, answers all the same after
 // a short wait, and proves the prefix once the writers move again.
 func TestDefinedProofsWhileWritesWait(t *testing.T) {
-	te := newTestEngine(t)
-	te.mustDB("db")
-	te.mustContainer("c", `"defaultTtl":-1`)
-	for i := range 20 {
-		if err := te.create("c", fmt.Sprintf(`{"id":"d%02d","pk":"p","name":"n%02d"}`, i, i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	te := namedDocuments(t, 20)
 	const text = "SELECT VALUE c.id FROM c ORDER BY c.name"
 	counts := func() int64 {
 		t.Helper()
@@ -334,4 +320,19 @@ func TestDefinedProofsWhileWritesWait(t *testing.T) {
 	if n := counts(); n != 0 {
 		t.Errorf("once the writers moved, a query counted %d times, want 0", n)
 	}
+}
+
+// namedDocuments returns an engine whose container c of database db holds
+// n documents in partition p, d00 named n00 and so on.
+func namedDocuments(t *testing.T, n int) *testEngine {
+	t.Helper()
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":-1`)
+	for i := range n {
+		if err := te.create("c", fmt.Sprintf(`{"id":"d%02d","pk":"p","name":"n%02d"}`, i, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return te
 }
