@@ -103,7 +103,12 @@ func rangesUnder(prefix []byte, f filterSpec) ([]keyRange, bool) {
 			if !ok {
 				return nil, false
 			}
-			out = append(out, r)
+			// Values the index holds alike (IN (1, 1), IN (5, 5.0), strings
+			// cut to one prefix) share a range: read it once, or a read in
+			// order yields its documents twice.
+			if !slices.ContainsFunc(out, func(o keyRange) bool { return bytes.Equal(o.start, r.start) }) {
+				out = append(out, r)
+			}
 		}
 		return out, true // IN () matches nothing: an empty plan
 	case filterPrefix:

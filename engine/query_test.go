@@ -96,6 +96,10 @@ func TestIndexedQueriesEqualScans(t *testing.T) {
 		"SELECT c.id, c.m FROM c WHERE c.m = -0.0",
 		"SELECT c.id, c.m FROM c WHERE c.m = 9007199254740993",
 		"SELECT c.id, c.m FROM c WHERE c.m IN (5, -4, 2.5)",
+		// values the index holds alike: their documents once each
+		"SELECT c.id, c.m FROM c WHERE c.m IN (5, 5.0, -4, 5) ORDER BY c.m",
+		"SELECT c.id, c.m FROM c WHERE c.m IN (5, 5.0, -4, 5) ORDER BY c.m DESC",
+		"SELECT c.id, c.n FROM c WHERE c.n IN (3, 3, 4)",
 		// counts of entries: values that share a key count their documents once
 		"SELECT VALUE COUNT(1) FROM c WHERE c.m IN (5, 5.0, 5e0, 'a')",
 		"SELECT VALUE COUNT(1) FROM c WHERE c.m = 0 OR c.m = -0 OR c.m = 'ab'",
