@@ -11,16 +11,16 @@ import (
 )
 
 // TestRandomQueriesEqualScans: queries put together at random from the
-// shapes the planner serves (equalities, IN, ranges, STARTSWITH,
-// IS_DEFINED, ARRAY_CONTAINS, ORDER BY of one to three keys in either
-// direction, TOP, OFFSET, DISTINCT, GROUP BY, aggregates, the partition key
-// in the request or not) give, page after page, what a container without
+// shapes the planner serves (equalities, IN, OR, !=, NOT, ranges,
+// STARTSWITH, LIKE, CONTAINS, ENDSWITH, IS_DEFINED, ARRAY_CONTAINS, EXISTS,
+// JOIN, ORDER BY of one to three keys in either direction, TOP, OFFSET,
+// DISTINCT, GROUP BY, aggregates, the partition key in the request or not) give, page after page, what a container without
 // any index gives, over documents whose paths hold values of every type or
 // none, in a container with composite indexes, as documents are replaced,
 // deleted and expire. Hand-written queries (TestIndexedQueriesEqualScans,
 // TestCompositeKeysOrder) check the shapes one by one; this looks for the
 // combinations nobody wrote down. Seed 10 found IN with values the index
-// holds alike read twice in order.
+// holds alike read twice in order; seeds 1 to 40 pass.
 func TestRandomQueriesEqualScans(t *testing.T) {
 	for _, seed := range []uint64{28, 10} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { randomQueriesEqualScans(t, seed) })
@@ -81,7 +81,19 @@ func randomQueriesEqualScans(t *testing.T, seed uint64) {
 	paths := []string{"c.a", "c.b", "c.c", "c.o.x"}
 	condition := func() string {
 		p := pick(paths)
-		switch rng.IntN(9) {
+		switch rng.IntN(15) {
+		case 9:
+			return fmt.Sprintf("(%s = %s OR %s = %s)", p, pick(scalars), p, pick(scalars))
+		case 10:
+			return p + " != " + pick(scalars)
+		case 11:
+			return fmt.Sprintf("%s LIKE %s", p, pick([]string{`'x%'`, `'L%'`, `'x_'`, `'y'`}))
+		case 12:
+			return fmt.Sprintf("%s(%s, %s)", pick([]string{"CONTAINS", "ENDSWITH"}), p, pick([]string{`'x'`, `'y'`, `'b'`}))
+		case 13:
+			return "EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t = " + pick(scalars) + ")"
+		case 14:
+			return "NOT (" + p + " = " + pick(scalars) + ")"
 		case 0, 1:
 			return p + " = " + pick(scalars)
 		case 2:
@@ -109,7 +121,16 @@ func randomQueriesEqualScans(t *testing.T, seed uint64) {
 		if len(where) > 0 {
 			w = " WHERE " + strings.Join(where, " AND ")
 		}
-		switch rng.IntN(10) {
+		switch rng.IntN(14) {
+		case 10:
+			p := pick(paths)
+			return fmt.Sprintf("SELECT %s AS k, SUM(c.b) AS s, AVG(c.c) AS a, MAX(c.a) AS m FROM c%s GROUP BY %s", p, w, p)
+		case 11:
+			return "SELECT DISTINCT " + pick(paths) + " AS v FROM c" + w
+		case 12:
+			return "SELECT c.id, t FROM c JOIN t IN c.tags" + w + pick([]string{"", " ORDER BY c.a", " ORDER BY c.b DESC"})
+		case 13:
+			return "SELECT VALUE COUNT(1) FROM c JOIN t IN c.tags WHERE t = " + pick(scalars)
 		case 0:
 			return "SELECT VALUE COUNT(1) FROM c" + w
 		case 1:
