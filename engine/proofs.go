@@ -45,7 +45,7 @@ import (
 // none is.
 type definedProofs struct {
 	// epoch orders registrations and proofs with the snapshots of queries,
-	// which load it before their View (metaSnapshot.epoch).
+	// which load it before their View (metaSnapshot.proofEpoch).
 	epoch atomic.Uint64
 	// watched counts the prefixes watched in every container, so that a
 	// write in a store without any skips the lookup.
