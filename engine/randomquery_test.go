@@ -11,16 +11,18 @@ import (
 )
 
 // TestRandomQueriesEqualScans: queries put together at random from the
-// shapes the planner serves (equalities, IN, OR, !=, NOT, ranges,
-// STARTSWITH, LIKE, CONTAINS, ENDSWITH, IS_DEFINED, ARRAY_CONTAINS, EXISTS,
-// JOIN, ORDER BY of one to three keys in either direction, TOP, OFFSET,
-// DISTINCT, GROUP BY, aggregates, the partition key in the request or not) give, page after page, what a container without
+// shapes the planners serve (equalities, IN, OR, !=, NOT, ranges, BETWEEN,
+// STARTSWITH, LIKE, CONTAINS, ENDSWITH, IS_DEFINED, type checks,
+// ARRAY_CONTAINS, EXISTS, JOIN, ORDER BY of one to three keys in either
+// direction, TOP, OFFSET, DISTINCT, GROUP BY, aggregates, the partition key
+// in the request or not) give, page after page, what a container without
 // any index gives, over documents whose paths hold values of every type or
-// none, in a container with composite indexes, as documents are replaced,
-// deleted and expire. Hand-written queries (TestIndexedQueriesEqualScans,
-// TestCompositeKeysOrder) check the shapes one by one; this looks for the
-// combinations nobody wrote down. Seed 10 found IN with values the index
-// holds alike read twice in order; seeds 1 to 40 pass.
+// none, in a container with composite indexes (a nested path among them),
+// as documents are replaced, deleted and expire. Hand-written queries
+// (TestIndexedQueriesEqualScans, TestCompositeKeysOrder) check the shapes
+// one by one; this looks for the combinations nobody wrote down. Seed 10
+// found IN with values the index holds alike read twice in order; seeds 1
+// to 30 pass.
 func TestRandomQueriesEqualScans(t *testing.T) {
 	for _, seed := range []uint64{28, 10} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { randomQueriesEqualScans(t, seed) })
@@ -81,7 +83,7 @@ func randomQueriesEqualScans(t *testing.T, seed uint64) {
 	paths := []string{"c.a", "c.b", "c.c", "c.o.x"}
 	condition := func() string {
 		p := pick(paths)
-		switch rng.IntN(15) {
+		switch rng.IntN(17) {
 		case 9:
 			return fmt.Sprintf("(%s = %s OR %s = %s)", p, pick(scalars), p, pick(scalars))
 		case 10:
@@ -94,6 +96,10 @@ func randomQueriesEqualScans(t *testing.T, seed uint64) {
 			return "EXISTS(SELECT VALUE t FROM t IN c.tags WHERE t = " + pick(scalars) + ")"
 		case 14:
 			return "NOT (" + p + " = " + pick(scalars) + ")"
+		case 15:
+			return fmt.Sprintf("%s BETWEEN %s AND %s", p, pick(scalars[:5]), pick(scalars[:5]))
+		case 16:
+			return fmt.Sprintf("%s(%s)", pick([]string{"IS_NUMBER", "IS_STRING", "IS_NULL", "IS_BOOL"}), p)
 		case 0, 1:
 			return p + " = " + pick(scalars)
 		case 2:
@@ -111,7 +117,7 @@ func randomQueriesEqualScans(t *testing.T, seed uint64) {
 		}
 		return "c.pk = " + fmt.Sprintf("%q", pick(parts))
 	}
-	orderKeys := [][]string{{"c.a"}, {"c.b"}, {"c.c"}, {"c.a", "c.b"}, {"c.a", "c.c"}, {"c.a", "c.b", "c.c"}, {"c.pk", "c.b"}, {"c._ts"}, {"c.b", "c.a"}, {"c.o.x"}}
+	orderKeys := [][]string{{"c.a"}, {"c.b"}, {"c.c"}, {"c.a", "c.b"}, {"c.a", "c.c"}, {"c.a", "c.b", "c.c"}, {"c.pk", "c.b"}, {"c._ts"}, {"c.b", "c.a"}, {"c.o.x"}, {"c.b", "c.c"}, {"c.o.x", "c.a"}, {"c.id"}}
 	query := func() string {
 		var where []string
 		for range rng.IntN(3) {
