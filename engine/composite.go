@@ -123,7 +123,7 @@ func appendCompositeEntry(b []byte, coll [8]byte, ord int, paths [][]string, o *
 	start := len(b)
 	b = appendCompositePrefix(b, coll, ord)
 	for _, p := range paths {
-		v, ok := lookupPath(o, p)
+		v, ok := o.GetPath(p)
 		if !ok {
 			return b[:start]
 		}

@@ -118,25 +118,10 @@ func parseStored(b []byte, paths [][]string) (*jsonv.Object, error) {
 			return nil, err
 		}
 		if present {
-			setMade(o, path, v)
+			o.SetPath(path, v)
 		}
 	}
 	return o, nil
-}
-
-// setMade sets the value at path in o to v, making the objects on the way
-// that o lacks.
-func setMade(o *jsonv.Object, path []string, v jsonv.Value) {
-	for _, name := range path[:len(path)-1] {
-		next, _ := o.Get(name)
-		obj, isObject := next.(*jsonv.Object)
-		if !isObject {
-			obj = jsonv.NewObject(1)
-			o.Set(name, obj)
-		}
-		o = obj
-	}
-	o.Set(path[len(path)-1], v)
 }
 
 // reader returns d, for the sources that embed it.
@@ -215,7 +200,7 @@ func (s *scope) expiredSeqs(r kv.Reader) (expired map[uint64]struct{}, ok bool) 
 func valueOnlyAt(path []string, v jsonv.Value, present bool) *jsonv.Object {
 	o := jsonv.NewObject(1)
 	if present {
-		setMade(o, path, v)
+		o.SetPath(path, v)
 	}
 	return o
 }

@@ -520,27 +520,12 @@ func (x *orderedSource) nextUndefined() (*jsonv.Object, uint64, bool, error) {
 			return nil, 0, false, err
 		}
 		if valueAt(o, x.plan.path) == nil {
-			if _, present := lookupPath(o, x.plan.path); !present {
+			if _, present := o.GetPath(x.plan.path); !present {
 				x.raw = x.tail.Raw()
 				return o, seq, true, nil
 			}
 		}
 	}
-}
-
-// lookupPath reports the value at path and whether it is present.
-func lookupPath(o *jsonv.Object, path []string) (jsonv.Value, bool) {
-	var cur jsonv.Value = o
-	for _, s := range path {
-		obj, ok := cur.(*jsonv.Object)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = obj.Get(s); !ok {
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 func seqOf(key []byte) uint64 {

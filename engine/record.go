@@ -413,17 +413,8 @@ func uniqueKeys(l *layout, o *jsonv.Object) ([][]byte, error) {
 
 // valueAt returns the value at a path, or nil (null) when it is missing.
 func valueAt(o *jsonv.Object, segs []string) jsonv.Value {
-	var cur jsonv.Value = o
-	for _, s := range segs {
-		obj, ok := cur.(*jsonv.Object)
-		if !ok {
-			return nil
-		}
-		if cur, ok = obj.Get(s); !ok {
-			return nil
-		}
-	}
-	return cur
+	v, _ := o.GetPath(segs)
+	return v
 }
 
 // containerMarker is the value of the index entry that says "an object or an

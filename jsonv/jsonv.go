@@ -86,6 +86,38 @@ func (o *Object) Set(k string, v Value) {
 	o.vals = append(o.vals, v)
 }
 
+// GetPath returns the value at path (member names, outermost first) and
+// whether there is one: every step but the last must be an object.
+func (o *Object) GetPath(path []string) (Value, bool) {
+	var cur Value = o
+	for _, name := range path {
+		obj, ok := cur.(*Object)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = obj.Get(name); !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// SetPath sets the value at path (member names, outermost first) to v,
+// making the objects on the way that o lacks, or replacing a member on the
+// way that holds anything else.
+func (o *Object) SetPath(path []string, v Value) {
+	for _, name := range path[:len(path)-1] {
+		next, _ := o.Get(name)
+		obj, isObject := next.(*Object)
+		if !isObject {
+			obj = NewObject(1)
+			o.Set(name, obj)
+		}
+		o = obj
+	}
+	o.Set(path[len(path)-1], v)
+}
+
 // Delete removes member k and reports whether it existed.
 func (o *Object) Delete(k string) bool {
 	i := o.index(k)

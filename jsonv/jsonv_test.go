@@ -97,3 +97,31 @@ func TestFromGo(t *testing.T) {
 		t.Errorf("FromGo(3.0) = %v", v)
 	}
 }
+
+// TestPaths: SetPath makes the objects on its way, replacing a member that
+// holds anything else, and GetPath reads back what it set and nothing past
+// a value that is not an object.
+func TestPaths(t *testing.T) {
+	o := NewObject(0)
+	o.Set("a", Number("1"))
+	o.SetPath([]string{"a", "b"}, "x")
+	o.SetPath([]string{"a", "c"}, true)
+	o.SetPath([]string{"d"}, nil)
+	if got := string(Marshal(o)); got != `{"a":{"b":"x","c":true},"d":null}` {
+		t.Errorf("after SetPath: %s", got)
+	}
+	for _, c := range []struct {
+		path    []string
+		want    Value
+		present bool
+	}{
+		{[]string{"a", "b"}, "x", true},
+		{[]string{"d"}, nil, true},
+		{[]string{"a", "b", "c"}, nil, false},
+		{[]string{"e"}, nil, false},
+	} {
+		if v, ok := o.GetPath(c.path); v != c.want || ok != c.present {
+			t.Errorf("GetPath(%q) = %v, %v; want %v, %v", c.path, v, ok, c.want, c.present)
+		}
+	}
+}

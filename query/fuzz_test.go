@@ -232,7 +232,7 @@ func checkOnlyPath(t *testing.T, q *Query, docs []*jsonv.Object, want []string, 
 	src := &sliceSource{}
 	seen := map[string]bool{}
 	for i, d := range docs {
-		v, present := valueAtPath(d, path)
+		v, present := d.GetPath(path)
 		var key string
 		switch x := v.(type) {
 		case *jsonv.Object, []jsonv.Value:
@@ -257,7 +257,7 @@ func checkOnlyPath(t *testing.T, q *Query, docs []*jsonv.Object, want []string, 
 		seen[key] = true
 		o := jsonv.NewObject(1)
 		if present {
-			setAtPath(o, path, v)
+			o.SetPath(path, v)
 		}
 		src.docs, src.seqs = append([]*jsonv.Object{o}, src.docs...), append([]uint64{uint64(i + 1)}, src.seqs...)
 	}
@@ -289,8 +289,8 @@ func checkReadPaths(t *testing.T, q *Query, docs []*jsonv.Object, want []string,
 	for i, d := range docs {
 		o := jsonv.NewObject(len(paths))
 		for _, path := range paths {
-			if v, present := valueAtPath(d, path); present {
-				setAtPath(o, path, v)
+			if v, present := d.GetPath(path); present {
+				o.SetPath(path, v)
 			}
 		}
 		reduced[i] = o
@@ -315,21 +315,6 @@ func checkReadPaths(t *testing.T, q *Query, docs []*jsonv.Object, want []string,
 	}
 }
 
-// setAtPath sets the value at path in o to v, making the objects on the way
-// that o lacks.
-func setAtPath(o *jsonv.Object, path []string, v jsonv.Value) {
-	for _, name := range path[:len(path)-1] {
-		next, _ := o.Get(name)
-		obj, isObject := next.(*jsonv.Object)
-		if !isObject {
-			obj = jsonv.NewObject(1)
-			o.Set(name, obj)
-		}
-		o = obj
-	}
-	o.Set(path[len(path)-1], v)
-}
-
 // checkSortedKeys pages through q, two rows a page, over docs sorted by
 // its first k ORDER BY keys for each k, each key in its direction and ties
 // in seq order, as an index read in order yields them (the engine's path
@@ -343,7 +328,7 @@ func checkSortedKeys(t *testing.T, q *Query, docs []*jsonv.Object, want []string
 		for i, d := range docs {
 			for _, key := range keys[:k] {
 				var v jsonv.Value = struct{}{} // undefined
-				if present, ok := valueAtPath(d, key.Path); ok {
+				if present, ok := d.GetPath(key.Path); ok {
 					v = present
 				}
 				order[i] = appendKey(order[i], v, key.Desc)
@@ -411,21 +396,6 @@ func checkBlanks(t *testing.T, q *Query, opts ExecOptions) {
 	}
 }
 
-// valueAtPath returns the value at path in d, and whether there is one.
-func valueAtPath(d *jsonv.Object, path []string) (jsonv.Value, bool) {
-	var v jsonv.Value = d
-	for _, name := range path {
-		o, ok := v.(*jsonv.Object)
-		if !ok {
-			return nil, false
-		}
-		if v, ok = o.Get(name); !ok {
-			return nil, false
-		}
-	}
-	return v, true
-}
-
 // checkPathConditions fails unless every document that gives a row when it
 // is the only one satisfies each of q's path conditions (Query.PathConditions)
 // by its value at the path: as its float64 value when the condition does not
@@ -443,7 +413,7 @@ func checkPathConditions(t *testing.T, q *Query, docs []*jsonv.Object, opts Exec
 			continue
 		}
 		for _, c := range conds {
-			v, present := valueAtPath(d, c.Path)
+			v, present := d.GetPath(c.Path)
 			if n, ok := v.(jsonv.Number); ok && !c.Spelled {
 				v = jsonv.NumberFromFloat(n.Float64())
 			}
