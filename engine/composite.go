@@ -164,17 +164,9 @@ next:
 		if !slices.Equal(paths[len(paths)-1], first.Path) {
 			continue
 		}
-		prefix := appendCompositePrefix(nil, s.rid, ord)
-		used := make([]bool, len(all))
-		var fixed []filterSpec
-		for _, p := range paths[:len(paths)-1] {
-			i, ok := fixedBy(all, p)
-			if !ok {
-				continue next
-			}
-			used[i] = true
-			fixed = append(fixed, all[i])
-			prefix = appendIndexedValue(prefix, all[i].values[0])
+		prefix, used, fixed, ok := s.compositeFixed(ord, paths[:len(paths)-1], all)
+		if !ok {
+			continue
 		}
 		p := &orderedPlan{path: first.Path, desc: first.Desc, prefix: prefix}
 		// WHERE holds for every entry when it is nothing but equalities the
@@ -207,6 +199,25 @@ next:
 		return p, true
 	}
 	return nil, false
+}
+
+// compositeFixed returns the start of composite index ord's entries under
+// the values that equalities among all fix for its leading paths, which of
+// all it used, and those equalities in the paths' order; false when one of
+// the paths has no such equality (fixedBy).
+func (s *scope) compositeFixed(ord int, paths [][]string, all []filterSpec) (prefix []byte, used []bool, fixed []filterSpec, ok bool) {
+	prefix = appendCompositePrefix(nil, s.rid, ord)
+	used = make([]bool, len(all))
+	for _, p := range paths {
+		i, ok := fixedBy(all, p)
+		if !ok {
+			return nil, nil, nil, false
+		}
+		used[i] = true
+		fixed = append(fixed, all[i])
+		prefix = appendIndexedValue(prefix, all[i].values[0])
+	}
+	return prefix, used, fixed, true
 }
 
 // fixedDefine reports whether every document that the equalities fixed

@@ -69,17 +69,9 @@ next:
 				continue next
 			}
 		}
-		prefix := appendCompositePrefix(nil, s.rid, ord)
-		used := make([]bool, len(all))
-		var fixed []filterSpec
-		for _, p := range paths[:j] {
-			i, ok := fixedBy(all, p)
-			if !ok {
-				continue next
-			}
-			used[i] = true
-			fixed = append(fixed, all[i])
-			prefix = appendIndexedValue(prefix, all[i].values[0])
+		prefix, used, fixed, ok := s.compositeFixed(ord, paths[:j], all)
+		if !ok {
+			continue
 		}
 		if part != nil && (pk == nil || !used[len(all)-1]) {
 			continue
