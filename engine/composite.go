@@ -191,11 +191,19 @@ next:
 		if p.narrow(filters) {
 			return p, true
 		}
-		if !first.Desc && !alwaysDefined(first.Path) && !s.fixedDefine(r, fixed, first.Path, prefix) {
+		if !first.Desc && !alwaysDefined(first.Path) && !s.fixedDefine(r, fixed, first.Path, prefix, true) {
 			continue
 		}
 		p.ranges = []keyRange{{prefix, kv.PrefixEnd(prefix)}}
-		p.tail = first.Desc && !alwaysDefined(first.Path)
+		if first.Desc && !alwaysDefined(first.Path) {
+			// As in planOrdered, a query scoped to a partition counts only
+			// among one equality's documents, not the container's.
+			among := len(fixed) == 1 && s.l.index.indexed(fixed[0].path)
+			p.defined = func(r kv.Reader, count bool) bool {
+				return s.fixedDefine(r, fixed, first.Path, prefix, count && (among || pk == nil))
+			}
+			p.tail = !p.defined(r, false)
+		}
 		return p, true
 	}
 	return nil, false
@@ -225,12 +233,17 @@ func (s *scope) compositeFixed(ord int, paths [][]string, all []filterSpec) (pre
 // under those values lie under prefix: so that an ascending read of them
 // misses none. With one equality, on an indexed path, its value's entries
 // are counted against prefix's; otherwise path's entries against the
-// container's documents. Either count is remembered (entryInEvery).
-func (s *scope) fixedDefine(r kv.Reader, fixed []filterSpec, path []string, prefix []byte) bool {
-	if len(fixed) == 1 && s.l.index.indexed(fixed[0].path) {
-		return s.entryInEvery(r, s.equalityEntries(fixed[0]), prefix)
+// container's documents. Either count is remembered (entryInEvery);
+// without count only a remembered one answers (entryKnownInEvery).
+func (s *scope) fixedDefine(r kv.Reader, fixed []filterSpec, path []string, prefix []byte, count bool) bool {
+	every := s.entryInEvery
+	if !count {
+		every = s.entryKnownInEvery
 	}
-	return s.l.index.indexed(path) && s.definedInEvery(r, indexPrefix(s.rid, path))
+	if len(fixed) == 1 && s.l.index.indexed(fixed[0].path) {
+		return every(r, s.equalityEntries(fixed[0]), prefix)
+	}
+	return s.l.index.indexed(path) && every(r, nil, indexPrefix(s.rid, path))
 }
 
 // equalityEntries returns the prefix of the path index entries of the

@@ -78,16 +78,20 @@ next:
 		}
 		p := &keysPlan{prefix: prefix, first: []keyRange{{prefix, kv.PrefixEnd(prefix)}}}
 		// A conjunct on the first key narrows the read to its values.
-		for _, f := range filters {
+		narrowedBy := -1
+		for i, f := range filters {
 			if ranges, ok := rangesUnder(prefix, f); ok && slices.Equal(f.path, paths[j]) && !f.element {
 				slices.SortFunc(ranges, func(a, b keyRange) int { return bytes.Compare(a.start, b.start) })
-				p.first = ranges
+				p.first, narrowedBy = ranges, i
 				break
 			}
 		}
+		// WHERE holds for every entry read when it is nothing but
+		// equalities, over values the index holds whole, that the prefix
+		// fixes or that narrow the first key's read to their values.
 		p.whereExact = h.Conjuncts == len(h.Where) && len(h.Where) == len(filters)
 		for i, f := range filters {
-			p.whereExact = p.whereExact && used[i] && exactLookup(f)
+			p.whereExact = p.whereExact && (used[i] || i == narrowedBy) && exactLookup(f)
 			if !used[i] && f.kind <= filterIn && s.l.index.indexed(f.path) && !slices.Equal(f.path, paths[j]) {
 				continue next // another equality's list is planned as before
 			}
@@ -237,6 +241,9 @@ func (x *keysSource) resume(values []jsonv.Value, seq uint64) {
 
 // Next implements query.Source.
 func (x *keysSource) Next() (*jsonv.Object, uint64, bool, error) { return x.parsed(x) }
+
+// Skip implements query.Skipper.
+func (x *keysSource) Skip(n, then int) (int, error) { return x.skip(x, n, then) }
 
 // next implements candidates.
 func (x *keysSource) next() (candidate, bool, error) {

@@ -151,6 +151,46 @@ func (d *docReader) counted(src candidates) (*jsonv.Object, uint64, bool, error)
 	}
 }
 
+// skip passes over up to n of src's next candidates without looking their
+// documents up, for an executor that would drop them (query.Skipper: the
+// documents an OFFSET skips, when the index answers WHERE and the order).
+// As in a count (countWithoutLookups), only the documents expired and not
+// yet purged would have been left out by a lookup, and they are known by
+// their seqs; when there are too many of them, or something was already
+// looked up, it passes over nothing and the lookups decide. then is how
+// many documents the executor goes on to read: the next lookup takes that
+// many, not what the page with its OFFSET would have needed.
+func (d *docReader) skip(src candidates, n, then int) (int, error) {
+	if d.err != nil || d.countOnly || n <= 0 || d.look.taken != len(d.look.ahead) || d.look.exhausted {
+		return 0, d.err
+	}
+	expired, ok := d.s.expiredSeqs(d.r)
+	if !ok {
+		return 0, nil
+	}
+	passed := 0
+	for passed < n {
+		c, ok, err := src.next()
+		if err != nil {
+			d.err = err
+			return passed, err
+		}
+		d.charged = src.entriesRead()
+		if !ok {
+			d.look.exhausted = true
+			break
+		}
+		if _, gone := expired[c.seq]; !gone {
+			passed++
+		}
+	}
+	d.examined += passed
+	if d.look.batch != nil {
+		d.look.n = min(max(then, 1), maxLookAhead)
+	}
+	return passed, nil
+}
+
 // maxCountExpired bounds the expired documents not yet purged whose seqs a
 // count collects to count without lookups (countWithoutLookups): beyond
 // it, while the purge catches up, a count looks its documents up.

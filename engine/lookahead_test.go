@@ -132,7 +132,8 @@ func TestPagesLookUpInOneBatch(t *testing.T) {
 }
 
 // TestLookAheadStopsAtTop: a page looks up no more documents ahead than the
-// query's TOP, or OFFSET plus LIMIT, lets it return.
+// query's TOP, or the LIMIT after the documents its OFFSET passes over,
+// lets it return.
 func TestLookAheadStopsAtTop(t *testing.T) {
 	te, store := batchCountingEngine(t)
 	for _, c := range []struct {
@@ -140,8 +141,8 @@ func TestLookAheadStopsAtTop(t *testing.T) {
 		rows, keys int64
 	}{
 		{"SELECT TOP 3 * FROM c", 3, 3},
-		{"SELECT * FROM c OFFSET 2 LIMIT 2", 2, 4},
-		{"SELECT TOP 50 * FROM c", 10, 10}, // the page is smaller
+		{"SELECT * FROM c OFFSET 2 LIMIT 2", 2, 2}, // the OFFSET's counted on the entries
+		{"SELECT TOP 50 * FROM c", 10, 10},         // the page is smaller
 	} {
 		store.docGets.Store(0)
 		store.batches.Store(0)

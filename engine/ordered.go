@@ -39,7 +39,15 @@ type orderedPlan struct {
 	desc   bool
 	ranges []keyRange // ascending
 	tail   bool       // then documents where the path is undefined
-	spec   *filterSpec
+	// defined, for a descending read of a path a document may lack,
+	// reports whether every document in the read's scope has a value
+	// there, so that no document is left for the tail: from a proof an
+	// earlier count left, or, with count, from counting (see
+	// entryInEvery). The plan drops its tail when a proof is known; the
+	// source, once the index is done, counts before it reads every
+	// document of the scope for the tail.
+	defined func(r kv.Reader, count bool) bool
+	spec    *filterSpec
 	// prefix is what the index's keys hold before the ordered value: the
 	// path's index prefix, or a composite index's prefix and the values
 	// its equalities fix (composite).
@@ -75,7 +83,17 @@ func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec, pa
 		return nil, false
 	}
 	p.ranges = []keyRange{{prefix, kv.PrefixEnd(prefix)}}
-	p.tail = first.Desc && !alwaysDefined(first.Path)
+	if first.Desc && !alwaysDefined(first.Path) {
+		// Scoped to a partition, a count of the container's entries may
+		// cost more than the partition's documents: only a proof serves.
+		p.defined = func(r kv.Reader, count bool) bool {
+			if count && part == nil {
+				return s.definedInEvery(r, prefix)
+			}
+			return s.entryKnownInEvery(r, nil, prefix)
+		}
+		p.tail = !p.defined(r, false)
+	}
 	return p, true
 }
 
@@ -145,13 +163,13 @@ func (s *scope) definedInEvery(r kv.Reader, prefix []byte) bool {
 // every stored document) has one under prefix, by counting both, or from a
 // proof that an earlier count left (definedProofs).
 func (s *scope) entryInEvery(r kv.Reader, among, prefix []byte) bool {
+	if s.entryKnownInEvery(r, among, prefix) {
+		return true
+	}
 	m, _ := r.(*metaReader)
 	var proofs *definedProofs
 	if m != nil {
 		proofs = m.snap.guard.defined
-	}
-	if proofs != nil && proofs.holds(s.rid, among, prefix, m.snap.proofEpoch) {
-		return true
 	}
 	var want int64
 	if among == nil {
@@ -173,6 +191,16 @@ func (s *scope) entryInEvery(r kv.Reader, among, prefix []byte) bool {
 		proofs.counted(ctx, m.snap.guard.Store, s.rid, among, prefix, m.snap.proofEpoch)
 	}
 	return true
+}
+
+// entryKnownInEvery is entryInEvery from a remembered proof alone: false
+// where only a count could tell.
+func (s *scope) entryKnownInEvery(r kv.Reader, among, prefix []byte) bool {
+	m, _ := r.(*metaReader)
+	if m == nil || m.snap.guard.defined == nil {
+		return false
+	}
+	return m.snap.guard.defined.holds(s.rid, among, prefix, m.snap.proofEpoch)
 }
 
 // proofWatchWait bounds how long a query waits for the writers to let it
@@ -243,10 +271,12 @@ func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, part *indexPlan, f
 func (x *orderedSource) keyOnly(q *query.Query, plan sourcePlan) sourcePlan {
 	// The tail (documents without the key) comes from the partition or the
 	// container, unfiltered by the index: WHERE must judge it.
-	where := !q.Filters() || x.plan.whereExact && !x.plan.tail
-	if path, ok := q.ReadsOnlyRawAndFirstKey(); ok && where && slices.Equal(path, x.plan.path) {
+	if q.Filters() && !(x.plan.whereExact && !x.plan.tail) {
+		return plan
+	}
+	plan.whereHolds = true
+	if path, ok := q.ReadsOnlyRawAndFirstKey(); ok && slices.Equal(path, x.plan.path) {
 		x.keyPath = path
-		plan.whereHolds = true
 	}
 	return plan
 }
@@ -393,7 +423,7 @@ func (x *orderedSource) Next() (*jsonv.Object, uint64, bool, error) {
 		if err != nil || ok {
 			return o, seq, ok, err
 		}
-		if !x.plan.tail {
+		if !x.plan.tail || x.plan.defined != nil && x.plan.defined(x.r, true) {
 			x.done = true
 			return nil, 0, false, nil
 		}
@@ -404,6 +434,15 @@ func (x *orderedSource) Next() (*jsonv.Object, uint64, bool, error) {
 		return nil, 0, false, nil
 	}
 	return x.nextUndefined()
+}
+
+// Skip implements query.Skipper: over the index's documents, not the
+// tail's, which are read as they come.
+func (x *orderedSource) Skip(n, then int) (int, error) {
+	if x.tail != nil || x.done {
+		return 0, nil
+	}
+	return x.skip(x, n, then)
 }
 
 // next implements candidates: the index's next entry in scope, in plan

@@ -401,6 +401,9 @@ func (x *indexSource) nextRecord() (*docRecord, uint64, bool, error) { return x.
 // Next implements query.Source.
 func (x *indexSource) Next() (*jsonv.Object, uint64, bool, error) { return x.parsed(x) }
 
+// Skip implements query.Skipper.
+func (x *indexSource) Skip(n, then int) (int, error) { return x.skip(x, n, then) }
+
 // entriesRead implements candidates.
 func (x *indexSource) entriesRead() int { return x.scanned }
 

@@ -470,8 +470,11 @@ func (s *scope) equalitySource(r kv.Reader, q *query.Query, h query.Hints, plan 
 	// holds for every document it yields: SELECT * then returns their
 	// stored JSON without parsing it, and a count counts them without
 	// parsing them.
-	if h.Conjuncts == 1 && len(h.Where) == 1 && exactLookup(plan.spec) && (q.ReadsOnlyRaw() || q.ReadsNoDocument()) {
-		sp.whereHolds, src.rawOnly = true, true
+	if h.Conjuncts == 1 && len(h.Where) == 1 && exactLookup(plan.spec) {
+		sp.whereHolds = true
+		if q.ReadsOnlyRaw() || q.ReadsNoDocument() {
+			src.rawOnly = true
+		}
 		if q.ReadsNoDocument() {
 			s.countWithoutLookups(r, &src.docReader)
 		}
@@ -754,6 +757,14 @@ func (d *docSource) nextRecord() (*docRecord, uint64, bool, error) { return d.re
 
 // Next implements query.Source.
 func (d *docSource) Next() (*jsonv.Object, uint64, bool, error) { return d.parsed(d) }
+
+// Skip implements query.Skipper.
+func (d *docSource) Skip(n, then int) (int, error) {
+	if d.it == nil {
+		return 0, nil
+	}
+	return d.skip(d, n, then)
+}
 
 // sliceSource yields resources (databases, containers, offers) for queries
 // over feeds other than documents.

@@ -49,6 +49,24 @@ type Source interface {
 	Next() (doc *jsonv.Object, seq uint64, ok bool, err error)
 }
 
+// Skipper is a Source that can pass over its next documents without
+// producing them. Execute asks it to when the rows OFFSET skips are exactly
+// the source's next documents, one row each, that no later stage looks at:
+// WHERE answered by the source (ExecOptions.WhereHolds) or absent, a select
+// list that makes a row of every document, and the source's own order the
+// rows' (insertion order, or every ORDER BY key with ties in seq order). An
+// engine whose index answers the query then counts index entries instead of
+// reading the documents a deep OFFSET skips.
+type Skipper interface {
+	// Skip passes over up to n of the documents Next would yield next, and
+	// returns how many it passed over: fewer than n at the end, or when it
+	// cannot tell more without reading them (Next then yields the rest).
+	// then is how many documents Execute expects to read after them, for a
+	// source that reads ahead. Execute calls it at most once, before the
+	// first Next.
+	Skip(n, then int) (int, error)
+}
+
 // ExecOptions parameterise one page of execution.
 type ExecOptions struct {
 	// Params binds @parameters by name without the '@'.
@@ -200,6 +218,20 @@ func (q *Query) Execute(src Source, opts ExecOptions) (*Page, error) {
 			}
 		}
 	}
+	if skip > 0 && si != nil && ex.skipsWholeDocuments(opts) {
+		if sk, ok := src.(Skipper); ok {
+			then := want // a streaming run stops at its last row
+			if s.plan != planStream {
+				then++ // a sorting run reads one more, to know the page is full
+			}
+			n, err := sk.Skip(skip, then)
+			if err != nil {
+				return nil, fmt.Errorf("read documents: %w", err)
+			}
+			skip -= n
+			si.examined += n
+		}
+	}
 	rows, more, err := ex.run(in, runOpts{after: after, skip: skip, want: want, ordered: !opts.Unordered, sortedKeys: opts.SortedKeys, tiesBySeq: opts.TiesInSeqOrder, firstDecides: opts.FirstRowDecides})
 	if si != nil {
 		page.Examined = si.examined
@@ -239,6 +271,51 @@ func (q *Query) Execute(src Source, opts ExecOptions) (*Page, error) {
 	}
 	page.More = more && (limit < 0 || page.Emitted < limit)
 	return page, nil
+}
+
+// skipsWholeDocuments reports whether the first rows OFFSET skips are the
+// source's first documents, one row each, so that a Skipper may pass over
+// them unread: the top-level statement over whole documents (no JOIN, no
+// FROM ... IN), whose WHERE the source answers (or that has none), whose
+// select list makes a row of every document (SELECT *, or a list of
+// members, which is an object even when every member is undefined; not
+// SELECT VALUE, which makes no row where it is undefined, nor a list with
+// a subquery, whose work counts against the limit), and whose rows come in
+// the source's order: a streaming statement over a source in insertion
+// order, or an ORDER BY whose every key the source is sorted by, ties in
+// seq order.
+func (ex *executor) skipsWholeDocuments(opts ExecOptions) bool {
+	s := ex.s
+	if !ex.top || !s.oneRowPerDocument() || s.Where != nil && !ex.whereHolds {
+		return false
+	}
+	if _, whole := s.From.X.(*Ident); !whole || s.Value || !s.Star && s.hasSubquery() {
+		return false
+	}
+	switch s.plan {
+	case planStream:
+		return !opts.Unordered
+	case planOrder:
+		return opts.SortedKeys >= len(s.OrderBy) && opts.TiesInSeqOrder
+	}
+	return false
+}
+
+// hasSubquery reports whether the select list holds a subquery.
+func (s *selectStmt) hasSubquery() bool {
+	found := false
+	for _, it := range s.Items {
+		Inspect(it.X, func(x Expr) bool {
+			if _, ok := x.(*SubqueryExpr); ok {
+				found = true
+			}
+			return !found
+		})
+		if found {
+			return true
+		}
+	}
+	return false
 }
 
 // ReadsOnlyRaw reports whether the query returns each document's stored

@@ -419,3 +419,55 @@ func TestMinMaxPath(t *testing.T) {
 		}
 	}
 }
+
+// TestSkipper checks which statements ask a Skipper to pass over the
+// documents their OFFSET skips, and that their rows are those of a source
+// read whole.
+func TestSkipper(t *testing.T) {
+	docs := testDocs(t, `{"id":"a","n":1,"tags":[1,2]}`, `{"id":"b","n":2,"x":1,"tags":[3]}`, `{"id":"c","n":3}`, `{"id":"d","n":4,"x":2}`, `{"id":"e","n":5}`, `{"id":"f","n":6}`)
+	cases := []struct {
+		src   string
+		opts  ExecOptions
+		skips int // what Execute asks the source to pass over; 0: never asks
+	}{
+		{"SELECT * FROM c OFFSET 3 LIMIT 2", ExecOptions{}, 3},
+		{"SELECT c.id, c.x FROM c OFFSET 4 LIMIT 1", ExecOptions{}, 4},
+		{"SELECT * FROM c ORDER BY c.n OFFSET 2 LIMIT 2", ExecOptions{SortedKeys: 1, TiesInSeqOrder: true, Unordered: true}, 2},
+		{"SELECT * FROM c WHERE c.n > 0 OFFSET 2 LIMIT 2", ExecOptions{WhereHolds: true}, 2},
+		// Not asked: WHERE to judge, an undefined VALUE is no row, rows
+		// per element, an order the source does not give, no OFFSET.
+		{"SELECT * FROM c WHERE c.n > 0 OFFSET 2 LIMIT 2", ExecOptions{}, 0},
+		{"SELECT VALUE c.x FROM c OFFSET 1 LIMIT 2", ExecOptions{}, 0},
+		{"SELECT c.id, (SELECT VALUE 1) AS one FROM c OFFSET 1 LIMIT 2", ExecOptions{}, 0},
+		{"SELECT c.id FROM c JOIN t IN c.tags OFFSET 1 LIMIT 2", ExecOptions{}, 0},
+		{"SELECT * FROM c.x OFFSET 1 LIMIT 2", ExecOptions{}, 0},
+		{"SELECT * FROM c OFFSET 3 LIMIT 2", ExecOptions{Unordered: true}, 0},
+		{"SELECT * FROM c ORDER BY c.n, c.id OFFSET 2 LIMIT 2", ExecOptions{SortedKeys: 1, TiesInSeqOrder: true, Unordered: true}, 0},
+		{"SELECT * FROM c ORDER BY c.n OFFSET 2 LIMIT 2", ExecOptions{SortedKeys: 1, Unordered: true}, 0},
+		{"SELECT DISTINCT VALUE c.n FROM c OFFSET 2 LIMIT 2", ExecOptions{}, 0},
+		{"SELECT * FROM c", ExecOptions{}, 0},
+	}
+	for _, tc := range cases {
+		q := mustParse(t, tc.src)
+		opts := tc.opts
+		opts.PageSize = 10
+		want, err := q.Execute(newSliceSource(docs), opts)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		src := &skippingSource{sliceSource: newSliceSource(docs)}
+		got, err := q.Execute(src, opts)
+		if err != nil {
+			t.Fatalf("%s over a Skipper: %v", tc.src, err)
+		}
+		if src.skipped != tc.skips || src.calls > 1 {
+			t.Errorf("%s: the source passed over %d documents in %d calls, want %d", tc.src, src.skipped, src.calls, tc.skips)
+		}
+		if !slices.EqualFunc(got.Rows, want.Rows, func(a, b []byte) bool { return string(a) == string(b) }) {
+			t.Errorf("%s over a Skipper: %q, want %q", tc.src, got.Rows, want.Rows)
+		}
+		if got.Examined != want.Examined {
+			t.Errorf("%s: examined %d documents, %d over a source read whole", tc.src, got.Examined, want.Examined)
+		}
+	}
+}

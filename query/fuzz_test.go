@@ -164,6 +164,7 @@ func FuzzExecute(f *testing.F) {
 		checkReadPaths(t, q, docs, want, opts)
 		checkSortedKeys(t, q, docs, want, opts)
 		checkBlanks(t, q, opts)
+		checkSkips(t, q, docs, want, opts)
 		var got []string
 		var after Cursor
 		for emitted := 0; ; {
@@ -345,6 +346,9 @@ func checkSortedKeys(t *testing.T, q *Query, docs []*jsonv.Object, want []string
 				src.docs = append(src.docs, docs[i])
 				src.seqs = append(src.seqs, uint64(i+1))
 			}
+			if k == len(keys) { // sorted by every key: the OFFSET's documents may be skipped
+				return &skippingSource{sliceSource: src, most: halfway}
+			}
 			return src
 		}
 		paged := opts
@@ -365,6 +369,31 @@ func checkSortedKeys(t *testing.T, q *Query, docs []*jsonv.Object, want []string
 		}
 		if !equalRows(got, want) {
 			t.Fatalf("sorted by %d keys, paged:\n%s\nunpaged:\n%s", k, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// halfway is how many documents of n a skippingSource passes over in the
+// fuzz tests: about half, so that Execute skips the rest itself.
+func halfway(n int) int { return (n + 1) / 2 }
+
+// checkSkips fails unless q gives want, its rows over docs, also over a
+// source that passes over documents when Execute asks it to (Skipper):
+// all it is asked to, or half of them.
+func checkSkips(t *testing.T, q *Query, docs []*jsonv.Object, want []string, opts ExecOptions) {
+	t.Helper()
+	for _, most := range []func(int) int{nil, halfway} {
+		src := &skippingSource{sliceSource: newSliceSource(docs), most: most}
+		page, err := q.Execute(src, opts)
+		if err != nil {
+			t.Fatalf("over a Skipper: %v", err)
+		}
+		var got []string
+		for _, r := range page.Rows {
+			got = append(got, string(r))
+		}
+		if !equalRows(got, want) {
+			t.Fatalf("over a Skipper that passed over %d documents:\n%s\nover the documents:\n%s", src.skipped, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
 }

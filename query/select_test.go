@@ -235,6 +235,27 @@ func (s *sliceSource) Next() (*jsonv.Object, uint64, bool, error) {
 	return s.docs[s.i-1], s.seqs[s.i-1], true, nil
 }
 
+// skippingSource is a sliceSource that is a Skipper: it passes over at most
+// most(n) of the n documents it is asked to (all of them when most is nil),
+// and counts the documents it passed over.
+type skippingSource struct {
+	*sliceSource
+	most    func(n int) int
+	skipped int
+	calls   int
+}
+
+func (s *skippingSource) Skip(n, _ int) (int, error) {
+	s.calls++
+	if s.most != nil {
+		n = s.most(n)
+	}
+	n = min(n, len(s.docs)-s.i)
+	s.i += n
+	s.skipped += n
+	return n, nil
+}
+
 // rawSliceSource adds Raw to a sliceSource.
 func (s *sliceSource) Raw() []byte {
 	if s.raws != nil {
