@@ -154,15 +154,12 @@ func (s *scope) keysDefined(r kv.Reader, p *keysPlan, fixed []filterSpec, filter
 	return true
 }
 
-// countEntries counts the keys under prefix, reading at most limit+1 of
-// them when limit is not negative; -1 when the read fails.
+// countEntries counts the keys under prefix, at most limit+1 of them when
+// limit is not negative (kv.Count: where they are, on a store that counts);
+// -1 when the read fails.
 func countEntries(r kv.Reader, prefix []byte, limit int64) int64 {
-	it := r.Scan(prefix, kv.PrefixEnd(prefix), false)
-	var n int64
-	for (limit < 0 || n <= limit) && it.Next() {
-		n++
-	}
-	if it.Close() != nil {
+	n, err := kv.Count(r, prefix, kv.PrefixEnd(prefix), limit)
+	if err != nil {
 		return -1
 	}
 	return n

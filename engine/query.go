@@ -311,6 +311,19 @@ func raceOrdered(o *orderedSource, plan sourcePlan, execute func(querySource, so
 // entries read.
 func countRanges(r kv.Reader, ranges []keyRange, filter *docFilter, max int) (read int, complete bool, err error) {
 	in := 0
+	if filter == nil { // every entry is in: the store may count them where they are
+		for _, kr := range ranges {
+			n, err := kv.Count(r, kr.start, kr.end, int64(max-in))
+			if err != nil {
+				return read, false, err
+			}
+			read += int(n)
+			if in += int(n); in > max {
+				return read, false, nil
+			}
+		}
+		return read, true, nil
+	}
 	for _, kr := range ranges {
 		it := r.Scan(kr.start, kr.end, false)
 		for in <= max && it.Next() {

@@ -178,6 +178,36 @@ func GetBatch(r Reader, keys [][]byte) ([][]byte, error) {
 	return vals, nil
 }
 
+// Counter is implemented by the readers and transactions of stores that
+// count the keys of a range without handing them over: a network database
+// counts them where they are, instead of sending every key and value to be
+// counted. Callers that need not know whether a reader counts can use
+// [Count].
+type Counter interface {
+	// Count returns how many keys lie in [start, end), a nil end meaning no
+	// upper bound, as a Scan of them in the same transaction would see them.
+	// With limit >= 0 it stops at limit+1, enough to tell that there are
+	// more than limit.
+	Count(start, end []byte, limit int64) (int64, error)
+}
+
+// Count counts the keys in [start, end) in r as Counter.Count does: in one
+// call when r is a [Counter], else by scanning them.
+func Count(r Reader, start, end []byte, limit int64) (int64, error) {
+	if c, ok := r.(Counter); ok {
+		return c.Count(start, end, limit)
+	}
+	it := r.Scan(start, end, false)
+	var n int64
+	for (limit < 0 || n <= limit) && it.Next() {
+		n++
+	}
+	if err := it.Close(); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 // nonNilValue returns v, or an empty slice for nil: a present value, told
 // apart from an absent one in GetBatch's result.
 func nonNilValue(v []byte) []byte {

@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) kv.Store) {
 		{"UpdateNoSync", testUpdateNoSync},
 		{"Insert", testInsert},
 		{"GetBatch", testGetBatch},
+		{"Count", testCount},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1177,8 +1178,8 @@ func testViewSeesReturnedUpdates(t *testing.T, s kv.Store) {
 	}
 }
 
-// hiddenReader hides a reader's GetBatch, so that kv.GetBatch falls back to
-// one Get per key.
+// hiddenReader hides a reader's GetBatch and Count, so that kv.GetBatch
+// falls back to one Get per key and kv.Count to a scan.
 type hiddenReader struct{ kv.Reader }
 
 // testGetBatch checks kv.GetBatch, through the store's own BatchGetter if it
@@ -1242,6 +1243,70 @@ func testGetBatch(t *testing.T, s kv.Store) {
 		}
 		if got, want := show(vals), []string{"<absent>", "4", "3"}; !slices.Equal(got, want) {
 			t.Errorf("GetBatch in a transaction that deleted a and put d = %q, want %q", got, want)
+		}
+		return nil
+	})
+}
+
+// testCount checks kv.Count, natively (kv.Counter) and by scanning: bounds,
+// limits, empty and inverted ranges, and a transaction's own writes.
+func testCount(t *testing.T, s kv.Store) {
+	putAll(t, s, pair{"a", "1"}, pair{"b", ""}, pair{"b\x00", "2"}, pair{"c", "3"}, pair{"d", "4"})
+	type tc struct {
+		start, end string
+		endNil     bool
+		limit      int64
+		want       int64
+	}
+	cases := []tc{
+		{"", "", true, -1, 5},
+		{"a", "", true, -1, 5},
+		{"b", "c", false, -1, 2},
+		{"b", "d", false, 1, 2}, // stops at limit+1
+		{"b", "d", false, 0, 1},
+		{"b", "d", false, 5, 3},
+		{"c", "c", false, -1, 0},
+		{"d", "a", false, -1, 0},
+		{"e", "", true, -1, 0},
+		{"", "b", false, -1, 1},
+	}
+	for _, native := range []bool{true, false} {
+		view(t, s, func(r kv.Reader) error {
+			if !native {
+				r = hiddenReader{r}
+			}
+			for _, c := range cases {
+				end := []byte(c.end)
+				if c.endNil {
+					end = nil
+				}
+				n, err := kv.Count(r, []byte(c.start), end, c.limit)
+				if err != nil {
+					return err
+				}
+				if n != c.want {
+					t.Errorf("native=%v: Count(%q, %q, limit %d) = %d, want %d", native, c.start, end, c.limit, n, c.want)
+				}
+			}
+			return nil
+		})
+	}
+	update(t, s, func(tx kv.Tx) error {
+		if err := tx.Delete([]byte("b")); err != nil {
+			return err
+		}
+		if err := tx.Put([]byte("bb"), []byte("5")); err != nil {
+			return err
+		}
+		if err := tx.Put([]byte("c1"), []byte("6")); err != nil {
+			return err
+		}
+		n, err := kv.Count(tx, []byte("b"), []byte("d"), -1)
+		if err != nil {
+			return err
+		}
+		if n != 4 { // b\x00, bb, c, c1
+			t.Errorf("Count in a transaction that deleted b and put bb and c1 = %d, want 4", n)
 		}
 		return nil
 	})

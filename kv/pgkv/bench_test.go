@@ -63,3 +63,39 @@ func BenchmarkScan100(b *testing.B) { benchScan(b, 100) }
 // BenchmarkScan1000 measures a 1,000-key scan: pages of 128, 512 and 2048
 // rows, four round trips.
 func BenchmarkScan1000(b *testing.B) { benchScan(b, 1000) }
+
+// BenchmarkCount100k counts 100,000 keys in a View, as a proof that every
+// document has an index entry does: counted by PostgreSQL (kv.Counter), and
+// by scanning them, as before (every key and value sent in pages).
+func BenchmarkCount100k(b *testing.B) {
+	const n = 100_000
+	s := openBench(b)
+	kvtest.Fill(b, s, n)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		wrap func(kv.Reader) kv.Reader
+	}{
+		{"counted", func(r kv.Reader) kv.Reader { return r }},
+		{"scanned", func(r kv.Reader) kv.Reader { return scanOnly{r} }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				err := s.View(ctx, func(r kv.Reader) error {
+					got, err := kv.Count(c.wrap(r), kvtest.BenchKey(0), kvtest.BenchKey(n), -1)
+					if err == nil && got != n {
+						b.Fatalf("counted %d keys, want %d", got, n)
+					}
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// scanOnly hides a reader's Count, so that kv.Count scans.
+type scanOnly struct{ kv.Reader }

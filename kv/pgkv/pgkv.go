@@ -406,6 +406,8 @@ type statements struct {
 	scanFrom, scanRange  string // forward, first page: key >= $1
 	scanAfter, scanBelow string // forward, later pages: key > $1
 	revFrom, revRange    string // reverse: key >= $1 [AND key < $2]
+	countFrom            string // key >= $1, at most $2 (NULL: all)
+	countRange           string // key >= $1 AND key < $2, at most $3
 }
 
 func newStatements(schema string) statements {
@@ -425,5 +427,9 @@ func newStatements(schema string) statements {
 		scanBelow: sel + "key > $1 AND key < $2 ORDER BY key LIMIT $3",
 		revFrom:   sel + "key >= $1 ORDER BY key DESC LIMIT $2",
 		revRange:  sel + "key >= $1 AND key < $2 ORDER BY key DESC LIMIT $3",
+		// The key index answers these alone (an index-only scan where the
+		// visibility map allows), and only the count crosses the network.
+		countFrom:  "SELECT count(*) FROM (SELECT FROM " + t + " WHERE key >= $1 LIMIT $2) s",
+		countRange: "SELECT count(*) FROM (SELECT FROM " + t + " WHERE key >= $1 AND key < $2 LIMIT $3) s",
 	}
 }

@@ -102,6 +102,8 @@ var (
 	_ kv.Reader      = reader{}
 	_ kv.BatchGetter = reader{}
 	_ kv.BatchGetter = (*txn)(nil)
+	_ kv.Counter     = reader{}
+	_ kv.Counter     = (*txn)(nil)
 )
 
 // Get implements kv.Reader.
@@ -113,6 +115,11 @@ func (r reader) GetBatch(keys [][]byte) ([][]byte, error) { return r.t.GetBatch(
 // Scan implements kv.Reader.
 func (r reader) Scan(start, end []byte, reverse bool) kv.Iterator {
 	return r.t.Scan(start, end, reverse)
+}
+
+// Count implements kv.Counter.
+func (r reader) Count(start, end []byte, limit int64) (int64, error) {
+	return r.t.Count(start, end, limit)
 }
 
 // roundTrip sends the pending statements and then q, if q is not empty, in
@@ -239,6 +246,32 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 		return nil, kv.ErrNotFound
 	}
 	return value, nil
+}
+
+// Count implements kv.Counter: PostgreSQL counts the range, after the
+// pending writes, in one round trip.
+func (t *txn) Count(start, end []byte, limit int64) (int64, error) {
+	var max any // NULL: LIMIT NULL is no limit
+	if limit >= 0 {
+		max = limit + 1
+	}
+	q, args := t.sql.countFrom, []any{nonNil(start), max}
+	if end != nil {
+		if bytes.Compare(start, end) >= 0 {
+			return 0, nil
+		}
+		q, args = t.sql.countRange, []any{nonNil(start), end, max}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var n int64
+	err := t.roundTrip("count", q, args, func(rows pgx.Rows) error {
+		if rows.Next() {
+			return rows.Scan(&n)
+		}
+		return nil
+	})
+	return n, err
 }
 
 // GetBatch implements kv.BatchGetter: the keys are looked up in one
