@@ -11,6 +11,8 @@ import (
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/kv/pebblekv"
+	"github.com/lethe-db/lethe/kv/pgkv"
+	"github.com/lethe-db/lethe/kv/pgkv/pgtest"
 )
 
 // fakeClock is an injected wall clock that tests move by hand.
@@ -73,6 +75,30 @@ func newTestEngine(t *testing.T) *testEngine {
 		store.Close()
 	})
 	return te
+}
+
+// newPostgresEngine is newTestEngine on PostgreSQL: a fresh schema of the
+// test binary's server (pgtest), a store other gateways could share.
+func newPostgresEngine(t *testing.T) *testEngine {
+	t.Helper()
+	store, err := pgkv.Open(context.Background(), pgkv.Options{DSN: pgtest.DSN(t), Schema: pgtest.Schema(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := newFakeClock()
+	e, err := Open(context.Background(), Options{Store: store, Now: clock.Now, DisableBackground: true, ServeAllCrossPartitionQueries: true})
+	if err != nil {
+		store.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Check(context.Background()); err != nil {
+			t.Errorf("engine invariants: %v", err)
+		}
+		e.Close()
+		store.Close()
+	})
+	return &testEngine{Engine: e, t: t, clock: clock, store: store}
 }
 
 // newMemStore returns an in-memory Pebble store closed when the test ends.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -36,11 +37,16 @@ type docReader struct {
 	// a lookup would have left out (see scope.countWithoutLookups).
 	countOnly bool
 	expired   map[uint64]struct{}
-	examined  int // live documents taken
-	charged   int // entries read to produce the candidates taken
-	loaded    int // bytes of the documents taken
-	raw       []byte
-	err       error
+	// storeCounted, once triedStore, is how many live documents of a
+	// countOnly source that the store counted (storeCount) are left to
+	// yield; -1 when the store did not count them.
+	storeCounted int64
+	triedStore   bool
+	examined     int // live documents taken
+	charged      int // entries read to produce the candidates taken
+	loaded       int // bytes of the documents taken
+	raw          []byte
+	err          error
 }
 
 func newDocReader(s *scope, r kv.Reader, lookAhead int) docReader {
@@ -133,6 +139,18 @@ func (d *docReader) counted(src candidates) (*jsonv.Object, uint64, bool, error)
 	if d.err != nil {
 		return nil, 0, false, d.err
 	}
+	if !d.triedStore {
+		d.triedStore = true
+		d.storeCounted = d.storeCount(src)
+	}
+	if d.storeCounted >= 0 {
+		if d.storeCounted == 0 || d.err != nil {
+			return nil, 0, false, d.err
+		}
+		d.storeCounted--
+		d.examined++
+		return unparsed, uint64(d.examined), true, nil
+	}
 	for {
 		c, ok, err := src.next()
 		if err != nil {
@@ -189,6 +207,83 @@ func (d *docReader) skip(src candidates, n, then int) (int, error) {
 		d.look.n = min(max(then, 1), maxLookAhead)
 	}
 	return passed, nil
+}
+
+// storeCountable is a source whose candidates are exactly the entries of
+// some ranges, one for each document at most, when ok.
+type storeCountable interface {
+	countableRanges() (ranges []keyRange, ok bool)
+}
+
+// storeCount returns how many live documents src's candidates hold,
+// counted by a store that counts where the entries are (kv.Counter: on
+// PostgreSQL, where reading them sends every key and value over the
+// connection), less the expired documents not yet purged that have an
+// entry among them (their manifests say which); -1 when the store does
+// not count, the source is not storeCountable, or the expired documents
+// are too many to look at.
+func (d *docReader) storeCount(src candidates) int64 {
+	c, ok := d.r.(kv.Counter)
+	sc, ok2 := src.(storeCountable)
+	if !ok || !ok2 {
+		return -1
+	}
+	ranges, ok := sc.countableRanges()
+	if !ok {
+		return -1
+	}
+	gone, ok := d.s.expiredIn(d.r, ranges)
+	if !ok {
+		return -1
+	}
+	var n int64
+	for _, kr := range ranges {
+		k, err := c.Count(kr.start, kr.end, -1)
+		if err != nil {
+			d.err = err
+			return 0
+		}
+		n += k
+	}
+	d.charged = int(n)
+	return max(n-gone, 0)
+}
+
+// expiredIn counts the documents expired and not yet purged (see
+// expiredSeqs) that have an entry in one of ranges, by the manifests their
+// expiry entries hold; ok is false when there are more than
+// maxCountExpired of them, or reading them fails.
+func (s *scope) expiredIn(r kv.Reader, ranges []keyRange) (n int64, ok bool) {
+	seen := 0
+	for _, kind := range []byte{pfxByTS, pfxByExpiry} {
+		kr, ok := s.expiredEntries(kind)
+		if !ok {
+			continue
+		}
+		it := r.Scan(kr.start, kr.end, false)
+		for seen <= maxCountExpired && it.Next() {
+			seen++
+			_, _, manifest, err := decodeOrderValue(it.Value(), &s.rid)
+			if err != nil {
+				it.Close()
+				return 0, false
+			}
+			if slices.ContainsFunc(manifest, func(k []byte) bool { return inRanges(k, ranges) }) {
+				n++
+			}
+		}
+		if it.Close() != nil || seen > maxCountExpired {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+// inRanges reports whether key lies in one of ranges.
+func inRanges(key []byte, ranges []keyRange) bool {
+	return slices.ContainsFunc(ranges, func(kr keyRange) bool {
+		return bytes.Compare(key, kr.start) >= 0 && (kr.end == nil || bytes.Compare(key, kr.end) < 0)
+	})
 }
 
 // maxCountExpired bounds the expired documents not yet purged whose seqs a

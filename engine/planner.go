@@ -207,6 +207,13 @@ type indexSource struct {
 	ranges []keyRange
 	filter *docFilter
 	stream bool
+	// oneEach: a document has at most one entry in ranges (an equality or
+	// IN on a path that does not go through array elements: a document
+	// has one value there).
+	oneEach bool
+	// partitionOnly: every entry of ranges belongs to a document that
+	// filter admits, so a count need not look at them (see inOrder).
+	partitionOnly bool
 
 	// gathered plans
 	cands    []candidate
@@ -248,7 +255,14 @@ type rangeCursor struct {
 // until the first Next or seek.
 func (s *scope) indexSource(r kv.Reader, plan *indexPlan, filter *docFilter, lookAhead int) *indexSource {
 	stream := plan.spec.kind == filterEq || plan.spec.kind == filterIn
-	return &indexSource{docReader: newDocReader(s, r, lookAhead), ranges: plan.ranges, filter: filter, stream: stream}
+	return &indexSource{docReader: newDocReader(s, r, lookAhead), ranges: plan.ranges, filter: filter, stream: stream, oneEach: stream && !plan.spec.element}
+}
+
+// countableRanges implements storeCountable: the ranges of an equality or
+// IN read as they are, nothing racing them or judging their entries.
+func (x *indexSource) countableRanges() ([]keyRange, bool) {
+	plain := x.race == nil && x.gr == nil && x.keep == nil && (x.filter == nil || x.partitionOnly) && !x.opened && !x.gathered && x.from == 0
+	return x.ranges, plain && x.oneEach
 }
 
 // gather reads every candidate of a non-streamed plan, sorted by sequence

@@ -576,6 +576,9 @@ func (s *scope) inOrder(r kv.Reader, part *indexPlan, filter *docFilter, lookAhe
 	if part != nil {
 		src := s.indexSource(r, part, filter, lookAhead)
 		src.rawOnly = rawOnly
+		// With one key path whose value the index holds whole, the
+		// partition's list holds its documents and no other's.
+		src.partitionOnly = len(s.c.PKPaths) == 1 && filter != nil && !filter.epk && exactLookup(part.spec)
 		return src
 	}
 	src := &docSource{docReader: newDocReader(s, r, lookAhead), filter: filter}

@@ -3,11 +3,15 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/kv/pebblekv"
+	"github.com/lethe-db/lethe/kv/pgkv"
+	"github.com/lethe-db/lethe/kv/pgkv/pgtest"
 )
 
 // Query benchmarks over LETHE_BENCH_QUERY_DOCS documents (default 100,000) in
@@ -21,8 +25,17 @@ import (
 // openQueryBench returns an engine over an in-memory store, serving every
 // cross-partition query, with database "db", and a function that closes
 // them.
+//
+// With LETHE_BENCH_STORE=postgres the store is a fresh schema of the test
+// binary's PostgreSQL (pgtest) instead of an in-memory Pebble store.
 func openQueryBench(b *testing.B) (*Engine, func()) {
-	store, err := pebblekv.Open(pebblekv.Options{InMemory: true})
+	var store kv.Store
+	var err error
+	if os.Getenv("LETHE_BENCH_STORE") == "postgres" {
+		store, err = pgkv.Open(context.Background(), pgkv.Options{DSN: pgtest.DSN(b), Schema: pgtest.Schema(b)})
+	} else {
+		store, err = pebblekv.Open(pebblekv.Options{InMemory: true})
+	}
 	if err != nil {
 		b.Fatal(err)
 	}

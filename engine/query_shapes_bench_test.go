@@ -68,6 +68,7 @@ func BenchmarkQueryShapes(b *testing.B) {
 		{"groupby-status", "SELECT c.status, COUNT(1) AS n FROM c GROUP BY c.status", nil, ""},
 		{"startswith", "SELECT * FROM c WHERE STARTSWITH(c.name, 'user 4242')", nil, ""},
 		{"array-contains", "SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, 'a')", nil, ""},
+		{"order-t", "SELECT * FROM c ORDER BY c.t", nil, ""},
 		{"offset-1000", "SELECT * FROM c ORDER BY c.t OFFSET 1000 LIMIT 10", nil, ""},
 		{"offset-1000-desc", "SELECT c.id, c.t FROM c ORDER BY c.t DESC OFFSET 1000 LIMIT 10", nil, ""},
 		{"offset-1000-eq-status", "SELECT * FROM c WHERE c.status = 'open' OFFSET 1000 LIMIT 10", nil, ""},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lethe-db/lethe"
+	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/kv/pebblekv"
 )
 
@@ -112,6 +113,126 @@ func TestOffsetSkipsWithoutLookups(t *testing.T) {
 		}
 		if got := rowStrings(page.Rows); len(got) == 0 || got[len(got)-1] != `{"id":"none"}` {
 			t.Errorf("%s: %s, want the document without n last", text, strings.Join(got, " "))
+		}
+	}
+}
+
+// storeCounter is a reader of a store that counts where the entries are
+// (kv.Counter), as PostgreSQL's does; here by scanning, counting its calls.
+type storeCounter struct {
+	kv.Reader
+	calls *int
+}
+
+func (c storeCounter) Count(start, end []byte, limit int64) (int64, error) {
+	*c.calls++
+	return kv.Count(c.Reader, start, end, limit)
+}
+
+// countFixture creates, in container "c" of te (time to live on), 90
+// documents in three partitions with k one of x, y and z, a fifth of them
+// expired and waiting for the purge, and returns the count queries whose
+// WHERE one index list answers, with their live counts and whether a store
+// that counts (kv.Counter) counts them.
+func countFixture(t *testing.T, te *testEngine) []countCase {
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":-1`)
+	want := map[string]int{}
+	for i := range 90 {
+		p, k := fmt.Sprintf("p%d", i%3), "xyz"[i%4%3:][:1]
+		ttl := ""
+		if i%5 == 2 {
+			ttl = `,"ttl":5` // expires below, and waits for the purge
+		} else {
+			want["k="+k]++
+			want["pk="+p]++
+		}
+		body := fmt.Sprintf(`{"id":"d%02d","pk":%q,"k":%q,"tags":["a"]%s}`, i, p, k, ttl)
+		if _, err := te.CreateDocument(ctx, DocRef{DB: "db", Coll: "c", PK: pk(p)}, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	te.clock.Advance(10 * time.Second)
+	return []countCase{
+		{"SELECT VALUE COUNT(1) FROM c WHERE c.k = 'x'", nil, want["k=x"], true},
+		{"SELECT VALUE COUNT(1) FROM c WHERE c.k IN ('y', 'z')", nil, want["k=y"] + want["k=z"], true},
+		{"SELECT COUNT(1) AS n FROM c WHERE c.k = 'z'", nil, want["k=z"], true},
+		{"SELECT VALUE COUNT(1) FROM c", pk("p1"), want["pk=p1"], true},
+		{"SELECT VALUE COUNT(1) FROM c WHERE c.k = 'q'", nil, 0, true},
+		{"SELECT VALUE COUNT(1) FROM c WHERE ARRAY_CONTAINS(c.tags, 'a')", nil, want["k=x"] + want["k=y"] + want["k=z"], false},
+		{"SELECT VALUE COUNT(1) FROM c WHERE c.k = 'x' AND c.pk = 'p0'", nil, -1, false},
+	}
+}
+
+// countCase is a count query of countFixture: want is its live count (-1:
+// not checked), stored whether a store that counts counts it.
+type countCase struct {
+	text   string
+	p      lethe.PartitionKey
+	want   int
+	stored bool
+}
+
+// TestCountsByTheStore: on a store that counts (kv.Counter), a count whose
+// WHERE is one exact equality or IN, or that is scoped to a partition, is
+// counted by the store, less the documents expired and not yet purged that
+// have an entry in the ranges counted; the count is the one the entries
+// read one by one give. Here the store's count is a scan that counts its
+// calls; TestCountsOnPostgres counts on PostgreSQL.
+func TestCountsByTheStore(t *testing.T) {
+	te := newTestEngine(t)
+	for _, c := range countFixture(t, te) {
+		q, err := parseStatement(c.text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counted := map[bool]string{}
+		calls := 0
+		for _, byStore := range []bool{false, true} {
+			err := te.store.View(ctx, func(r kv.Reader) error {
+				now := te.clock.Now()
+				s, err := te.scope(r, "db", "c", now.Unix())
+				if err != nil {
+					return err
+				}
+				if byStore {
+					r = storeCounter{r, &calls}
+				}
+				page, err := s.queryPage(r, q, queryHash(c.text, nil), QueryOptions{Text: c.text, PK: c.p, MaxItems: 10}, now, 0)
+				if err != nil {
+					return err
+				}
+				counted[byStore] = strings.Join(rowStrings(page.Rows), " ")
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("%s: %v", c.text, err)
+			}
+		}
+		if counted[true] != counted[false] {
+			t.Errorf("%s in %v: counted by the store %s, read %s", c.text, c.p, counted[true], counted[false])
+		}
+		if c.want >= 0 && counted[true] != fmt.Sprint(c.want) && counted[true] != fmt.Sprintf(`{"n":%d}`, c.want) {
+			t.Errorf("%s in %v: %s, want %d", c.text, c.p, counted[true], c.want)
+		}
+		if (calls > 0) != c.stored {
+			t.Errorf("%s in %v: the store counted %d times, want counted by the store %v", c.text, c.p, calls, c.stored)
+		}
+	}
+}
+
+// TestCountsOnPostgres runs countFixture's counts on PostgreSQL, which
+// counts index entries where they are.
+func TestCountsOnPostgres(t *testing.T) {
+	te := newPostgresEngine(t)
+	for _, c := range countFixture(t, te) {
+		page, err := te.QueryDocuments(ctx, "db", "c", QueryOptions{Text: c.text, PK: c.p, MaxItems: 10})
+		if err != nil {
+			t.Fatalf("%s: %v", c.text, err)
+		}
+		got := strings.Join(rowStrings(page.Rows), " ")
+		if c.want >= 0 && got != fmt.Sprint(c.want) && got != fmt.Sprintf(`{"n":%d}`, c.want) {
+			t.Errorf("%s in %v: %s, want %d", c.text, c.p, got, c.want)
 		}
 	}
 }
