@@ -208,6 +208,14 @@ type keysFrame struct {
 	ri      int
 	at      []byte
 	resumed bool // the frames before it stand at the cursor's values
+
+	// The last key's frame reads its entries in one scan (nextInRun)
+	// of [lo, hi) in the key's direction, where the others step from
+	// value to value: it and a peeked entry, once opened.
+	opened bool
+	lo, hi []byte
+	it     kv.Iterator
+	peeked *peekedEntry
 }
 
 // keysSource returns the source of plan's documents in scope.
@@ -282,6 +290,18 @@ func (x *keysSource) nextEntry() (candidate, bool, error) {
 		}
 		level := len(x.frames) - 1
 		f := &x.frames[level]
+		if level > 0 && level == len(x.plan.paths)-1 {
+			c, ok, done, err := x.nextInRun(f, level)
+			switch {
+			case err != nil:
+				return candidate{}, false, err
+			case ok:
+				return c, true, nil
+			case done:
+				x.frames = x.frames[:level]
+			}
+			continue // on to its ties or cut strings, or the frame before
+		}
 		under, ok, err := x.step(f, level)
 		if err != nil {
 			return candidate{}, false, err
@@ -297,15 +317,108 @@ func (x *keysSource) nextEntry() (candidate, bool, error) {
 			if x.pending, err = x.sortByFullValues(under, level); err != nil {
 				return candidate{}, false, err
 			}
-		case level+1 < len(x.plan.paths):
+		default: // the next key's walk, under this value (the last key's reads in one scan)
 			x.frames = append(x.frames, keysFrame{base: f.at, ranges: []keyRange{under}, resumed: resumed})
-		default:
-			if resumed {
-				under.start = maxKey(under.start, binary.BigEndian.AppendUint64(slices.Clip(f.at), x.resumeSeq))
-			}
-			x.ties = x.r.Scan(under.start, under.end, false)
 		}
 	}
+}
+
+// nextInRun returns the next entry of the last key's frame f, at level,
+// from one scan of its range in the key's direction, where a walk from
+// value to value would cost two seeks a value (two round trips on
+// PostgreSQL). Ascending, entries come in the order the executor wants:
+// by value, equal values in ascending seq. Descending, a value that several
+// entries share is read again forwards (x.ties) and the scan resumes below
+// it, and a string the index may have cut is sorted by full value
+// (x.pending) and the scan resumes past it; ok and done are then false.
+// done reports the frame's end.
+func (x *keysSource) nextInRun(f *keysFrame, level int) (c candidate, ok, done bool, err error) {
+	desc := x.plan.desc[level]
+	if !f.opened {
+		f.opened = true
+		f.lo, f.hi = f.ranges[0].start, f.ranges[0].end // one range: the frame before's value
+		if f.resumed {
+			from := append(slices.Clip(f.base), x.resumeAt[level]...)
+			if desc {
+				f.hi = minKey(f.hi, kv.PrefixEnd(from))
+			} else {
+				f.lo = maxKey(f.lo, binary.BigEndian.AppendUint64(from, x.resumeSeq))
+			}
+		}
+	}
+	closeRun := func() error {
+		it := f.it
+		f.it, f.peeked = nil, nil
+		if it == nil {
+			return nil
+		}
+		return it.Close()
+	}
+	if f.it == nil {
+		if bytes.Compare(f.lo, f.hi) >= 0 {
+			return candidate{}, false, true, nil
+		}
+		f.it = x.r.Scan(f.lo, f.hi, desc)
+	}
+	var key, value []byte
+	if p := f.peeked; p != nil {
+		f.peeked = nil
+		key, value = p.key, p.value
+	} else if f.it.Next() {
+		x.scanned++
+		key, value = f.it.Key(), f.it.Value()
+	} else {
+		return candidate{}, false, true, closeRun()
+	}
+	if len(key) < len(f.base)+9 || key[len(f.base)] == tagContainer {
+		return candidate{}, false, false, errors.Join(errUnorderable, closeRun())
+	}
+	enc := key[len(f.base) : len(key)-8]
+	valueStart := append(slices.Clip(f.base), enc...)
+	valueEnd := kv.PrefixEnd(valueStart)
+	if maybeCut(enc) {
+		vr := keyRange{maxKey(valueStart, f.lo), minKey(valueEnd, f.hi)}
+		if err := closeRun(); err != nil {
+			return candidate{}, false, false, err
+		}
+		if desc {
+			f.hi = valueStart
+		} else {
+			f.lo = valueEnd
+		}
+		x.pending, err = x.sortByFullValues(vr, level)
+		return candidate{}, false, false, err
+	}
+	c = candidate{seqOf(key), value}
+	if !desc {
+		return c, true, false, nil
+	}
+	// Descending: the entries of a value come in descending seq, and the
+	// executor wants them ascending. Look at the next one.
+	c.suffix = slices.Clone(value) // the iterator moves on
+	if !f.it.Next() {
+		return c, true, false, nil // the frame ends after c: found again next time
+	}
+	x.scanned++
+	next := f.it.Key()
+	if len(next) != len(key) || !bytes.HasPrefix(next, valueStart) {
+		f.peeked = &peekedEntry{slices.Clone(next), slices.Clone(f.it.Value())}
+		return c, true, false, nil
+	}
+	// A tie: every entry of the value, forwards, then on below it. The two
+	// read here are read again.
+	x.scanned -= 2
+	hi := f.hi
+	if err := closeRun(); err != nil {
+		return candidate{}, false, false, err
+	}
+	from := valueStart
+	if f.resumed && bytes.Equal(enc, x.resumeAt[level]) {
+		from = binary.BigEndian.AppendUint64(slices.Clip(valueStart), x.resumeSeq)
+	}
+	f.hi = valueStart
+	x.ties = x.r.Scan(from, minKey(valueEnd, hi), false)
+	return candidate{}, false, false, nil
 }
 
 // step moves frame f, the walk of key level, to its next value in the
@@ -435,5 +548,11 @@ func (x *keysSource) close() {
 	if x.ties != nil {
 		x.ties.Close()
 		x.ties = nil
+	}
+	for i := range x.frames {
+		if it := x.frames[i].it; it != nil {
+			it.Close()
+			x.frames[i].it = nil
+		}
 	}
 }

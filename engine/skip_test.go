@@ -236,3 +236,71 @@ func TestCountsOnPostgres(t *testing.T) {
 		}
 	}
 }
+
+// TestOrderedTiesWithOffsets: an ORDER BY of several keys from a composite
+// index, with many documents sharing every key, gives its rows in the
+// executor's order (equal keys in insertion order) whichever way each key
+// goes, so that an OFFSET that passes over documents unread (query.Skipper)
+// skips the right ones, and page after page agrees.
+func TestOrderedTiesWithOffsets(t *testing.T) {
+	te := newTestEngine(t)
+	te.mustDB("db")
+	te.mustContainer("c", `"defaultTtl":-1,"indexingPolicy":{"compositeIndexes":[`+
+		`[{"path":"/k"},{"path":"/n","order":"descending"}],[{"path":"/k"},{"path":"/n"}]]}`)
+	type doc struct {
+		id string
+		k  string
+		n  int
+	}
+	var docs []doc
+	for i := range 70 {
+		d := doc{id: fmt.Sprintf("d%02d", i), k: "xy"[(i/3)%2:][:1], n: (i * 3) % 5}
+		docs = append(docs, d)
+		body := fmt.Sprintf(`{"id":%q,"pk":"p%d","k":%q,"n":%d}`, d.id, i%3, d.k, d.n)
+		if _, err := te.CreateDocument(ctx, DocRef{DB: "db", Coll: "c", PK: pk(fmt.Sprintf("p%d", i%3))}, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dirs := range [][2]bool{{false, true}, {false, false}, {true, false}, {true, true}} {
+		order := func(desc bool) string {
+			if desc {
+				return " DESC"
+			}
+			return ""
+		}
+		text := "SELECT c.id FROM c ORDER BY c.k" + order(dirs[0]) + ", c.n" + order(dirs[1])
+		want := slices.Clone(docs)
+		slices.SortStableFunc(want, func(a, b doc) int {
+			c := strings.Compare(a.k, b.k)
+			if dirs[0] {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+			c = a.n - b.n
+			if dirs[1] {
+				c = -c
+			}
+			return c
+		})
+		var ids []string
+		for _, d := range want {
+			ids = append(ids, fmt.Sprintf(`{"id":%q}`, d.id))
+		}
+		var plan sourcePlan
+		te.withPlan("c", text, nil, nil, func(_ querySource, p sourcePlan) { plan = p })
+		if plan.sorted != 2 {
+			t.Errorf("%s: read in the order of %d keys, want both from a composite index", text, plan.sorted)
+		}
+		for _, window := range [][2]int{{0, 70}, {5, 7}, {13, 20}, {31, 2}, {66, 10}} {
+			q := fmt.Sprintf("%s OFFSET %d LIMIT %d", text, window[0], window[1])
+			w := ids[min(window[0], len(ids)):min(window[0]+window[1], len(ids))]
+			for _, size := range []int{3, 100} {
+				if got := te.queryAll("c", q, nil, size); !slices.Equal(got, w) {
+					t.Errorf("%s, pages of %d:\n got %s\nwant %s", q, size, strings.Join(got, " "), strings.Join(w, " "))
+				}
+			}
+		}
+	}
+}
