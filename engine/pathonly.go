@@ -53,8 +53,10 @@ type pathOnlySource struct {
 	firstNumber []byte
 	// valueless: the executor looks at no document (a count whose WHERE
 	// the read answers exactly), so entries are yielded without their
-	// values.
-	valueless bool
+	// values; on a store that counts (kv.Counter) they are counted there
+	// (countInStore), once triedStore.
+	valueless  bool
+	triedStore bool
 	// missing: the read covers every entry of the path, and the documents
 	// without it are yielded too; stored is the container's stored
 	// documents, expired or not.
@@ -223,6 +225,16 @@ func (x *pathOnlySource) Next() (*jsonv.Object, uint64, bool, error) {
 	if x.err != nil {
 		return nil, 0, false, x.err
 	}
+	if x.valueless && !x.triedStore {
+		x.triedStore = true
+		n, ok, err := x.countInStore()
+		if err != nil {
+			return x.fail(err)
+		}
+		if ok {
+			x.phase, x.missing, x.left = 2, false, n
+		}
+	}
 	for x.phase == 0 && (x.it != nil || x.ri < len(x.ranges)) {
 		if x.it == nil {
 			x.cur = x.ranges[x.ri]
@@ -312,6 +324,32 @@ func (x *pathOnlySource) Next() (*jsonv.Object, uint64, bool, error) {
 		return emptyDocument, 0, true, nil
 	}
 	return nil, 0, false, nil
+}
+
+// countInStore counts the live documents of a valueless read's ranges on
+// a store that counts where the entries are (see docReader.storeCount): a
+// document has one value at the path, so one entry at most; the expired
+// ones are those whose manifests hold an entry there. ok is false when the
+// store does not count, the read is scoped by a filter of partitions, or
+// too many documents await the purge.
+func (x *pathOnlySource) countInStore() (n int64, ok bool, err error) {
+	c, counts := x.r.(kv.Counter)
+	if !counts || x.filter != nil || x.firstOnly {
+		return 0, false, nil
+	}
+	gone, ok := x.s.expiredIn(x.r, x.ranges)
+	if !ok {
+		return 0, false, nil
+	}
+	for _, kr := range x.ranges {
+		k, err := c.Count(kr.start, kr.end, -1)
+		if err != nil {
+			return 0, false, err
+		}
+		n += k
+	}
+	x.entries = int(n)
+	return max(n-gone, 0), true, nil
 }
 
 // emptyDocument stands for a document without the path a path-only read

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/kv/pebblekv"
@@ -23,37 +25,52 @@ import (
 // Compare ns/op of the index/… and scan/… runs of the same query.
 
 // openQueryBench returns an engine over an in-memory store, serving every
-// cross-partition query, with database "db", and a function that closes
-// them.
+// cross-partition query, with database "db", a function to call once the
+// benchmark has loaded its documents, and a function that closes them.
 //
 // With LETHE_BENCH_STORE=postgres the store is a fresh schema of the test
-// binary's PostgreSQL (pgtest) instead of an in-memory Pebble store.
-func openQueryBench(b *testing.B) (*Engine, func()) {
+// binary's PostgreSQL (pgtest) instead of an in-memory Pebble store, and
+// settling it runs VACUUM ANALYZE on its table, as autovacuum does soon
+// after a load in a running database: until then PostgreSQL plans with no
+// statistics and counts index entries by visiting the table.
+func openQueryBench(b *testing.B) (e *Engine, settle, closeAll func()) {
 	var store kv.Store
 	var err error
+	settle = func() {}
 	if os.Getenv("LETHE_BENCH_STORE") == "postgres" {
-		store, err = pgkv.Open(context.Background(), pgkv.Options{DSN: pgtest.DSN(b), Schema: pgtest.Schema(b)})
+		dsn, schema := pgtest.DSN(b), pgtest.Schema(b)
+		store, err = pgkv.Open(context.Background(), pgkv.Options{DSN: dsn, Schema: schema})
+		settle = func() {
+			conn, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			if _, err := conn.Exec(ctx, "VACUUM ANALYZE "+pgx.Identifier{schema, "kv"}.Sanitize()); err != nil {
+				b.Fatal(err)
+			}
+		}
 	} else {
 		store, err = pebblekv.Open(pebblekv.Options{InMemory: true})
 	}
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := Open(context.Background(), Options{Store: store, DisableBackground: true, ServeAllCrossPartitionQueries: true})
+	e, err = Open(context.Background(), Options{Store: store, DisableBackground: true, ServeAllCrossPartitionQueries: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`)); err != nil {
 		b.Fatal(err)
 	}
-	return e, func() { e.Close(); store.Close() }
+	return e, settle, func() { e.Close(); store.Close() }
 }
 
 // queryBenchEngine loads the two containers and returns the engine and a
 // function that closes it and its store.
 func queryBenchEngine(b *testing.B) (*Engine, func()) {
 	n := benchEnv("LETHE_BENCH_QUERY_DOCS", 100_000)
-	e, closeAll := openQueryBench(b)
+	e, settle, closeAll := openQueryBench(b)
 	{
 		for _, c := range []string{
 			`{"id":"idx","partitionKey":{"paths":["/pk"]}}`,
@@ -78,6 +95,7 @@ func queryBenchEngine(b *testing.B) (*Engine, func()) {
 			}
 		}
 	}
+	settle()
 	return e, closeAll
 }
 

@@ -22,7 +22,7 @@ import (
 //	go test ./engine -run '^$' -bench QueryShapes -benchtime 5x
 func BenchmarkQueryShapes(b *testing.B) {
 	n := benchEnv("LETHE_BENCH_QUERY_DOCS", 100_000)
-	e, closeAll := openQueryBench(b)
+	e, settle, closeAll := openQueryBench(b)
 	defer closeAll()
 	// "composite" holds the same documents under composite indexes of
 	// /status and /t (descending), and of /pk, /status and /t: the ORDER BY
@@ -50,6 +50,7 @@ func BenchmarkQueryShapes(b *testing.B) {
 			}
 		}
 	}
+	settle()
 	queries := []struct {
 		name, text string
 		pk         lethe.PartitionKey

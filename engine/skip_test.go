@@ -146,8 +146,11 @@ func countFixture(t *testing.T, te *testEngine) []countCase {
 		} else {
 			want["k="+k]++
 			want["pk="+p]++
+			if i > 40 {
+				want["n>40"]++
+			}
 		}
-		body := fmt.Sprintf(`{"id":"d%02d","pk":%q,"k":%q,"tags":["a"]%s}`, i, p, k, ttl)
+		body := fmt.Sprintf(`{"id":"d%02d","pk":%q,"k":%q,"n":%d,"tags":["a"]%s}`, i, p, k, i, ttl)
 		if _, err := te.CreateDocument(ctx, DocRef{DB: "db", Coll: "c", PK: pk(p)}, []byte(body)); err != nil {
 			t.Fatal(err)
 		}
@@ -159,6 +162,8 @@ func countFixture(t *testing.T, te *testEngine) []countCase {
 		{"SELECT COUNT(1) AS n FROM c WHERE c.k = 'z'", nil, want["k=z"], true},
 		{"SELECT VALUE COUNT(1) FROM c", pk("p1"), want["pk=p1"], true},
 		{"SELECT VALUE COUNT(1) FROM c WHERE c.k = 'q'", nil, 0, true},
+		{"SELECT VALUE COUNT(1) FROM c WHERE c.n > 40", nil, want["n>40"], true},
+		{"SELECT VALUE COUNT(1) FROM c WHERE c.n BETWEEN 0 AND 1000", nil, want["k=x"] + want["k=y"] + want["k=z"], true},
 		{"SELECT VALUE COUNT(1) FROM c WHERE ARRAY_CONTAINS(c.tags, 'a')", nil, want["k=x"] + want["k=y"] + want["k=z"], false},
 		{"SELECT VALUE COUNT(1) FROM c WHERE c.k = 'x' AND c.pk = 'p0'", nil, -1, false},
 	}
@@ -174,8 +179,8 @@ type countCase struct {
 }
 
 // TestCountsByTheStore: on a store that counts (kv.Counter), a count whose
-// WHERE is one exact equality or IN, or that is scoped to a partition, is
-// counted by the store, less the documents expired and not yet purged that
+// WHERE is one exact equality, IN or range of numbers, or that is scoped to
+// a partition, is counted by the store, less the documents expired and not yet purged that
 // have an entry in the ranges counted; the count is the one the entries
 // read one by one give. Here the store's count is a scan that counts its
 // calls; TestCountsOnPostgres counts on PostgreSQL.
