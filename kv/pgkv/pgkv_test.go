@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.uber.org/goleak"
 
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/kv/kvtest"
@@ -25,16 +24,7 @@ import (
 // TestMain runs the tests against the test binary's PostgreSQL server, stops
 // it, and fails the package if a test left goroutines behind (pgxpool's
 // background goroutines must stop on Close).
-func TestMain(m *testing.M) {
-	code := pgtest.Run(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.RunLeakChecked(m)) }
 
 // openSchema opens a store on schema, which may already hold one, and closes
 // it when tb ends.

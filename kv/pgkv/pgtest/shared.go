@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/goleak"
 )
 
 // shared is the test binary's server, started by the first DSN and stopped by Run.
@@ -65,6 +66,22 @@ func Run(m *testing.M) int {
 	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintf(os.Stderr, "pgtest: stop the server: %v\n", err)
 		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// RunLeakChecked is Run for a package whose tests must stop every goroutine
+// they start (workers, pools, purgers): once the tests and the server have
+// stopped without failing, a goroutine still running fails the package.
+//
+//	func TestMain(m *testing.M) { os.Exit(pgtest.RunLeakChecked(m)) }
+func RunLeakChecked(m *testing.M) int {
+	code := Run(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
 			code = 1
 		}
 	}
