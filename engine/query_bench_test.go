@@ -417,16 +417,28 @@ func BenchmarkEqualityOrderBy(b *testing.B) {
 // when the matches are spread, and every earlier document when they lie
 // late; the two race (newScanRace).
 //
+// Documents are written in batches of 100 of one partition, in order, on
+// the store openQueryBench opens (LETHE_BENCH_STORE).
+//
 //	go test ./engine -run '^$' -bench RangeFirstPage -benchmem
 func BenchmarkRangeFirstPage(b *testing.B) {
-	e := benchEngine(b, false)
-	for i := range 30000 {
-		p := fmt.Sprintf("p%d", i%100)
-		body := fmt.Sprintf(`{"id":"d%d","pk":%q,"n":%d,"u":%d,"pad":"%0900d"}`, i, p, i, (i*7919)%30000, i)
-		if _, err := e.CreateDocument(ctx, DocRef{DB: "db", Coll: "c", PK: lethe.PartitionKey{p}}, []byte(body)); err != nil {
-			b.Fatal(err)
+	e, settle, closeAll := openQueryBench(b)
+	defer closeAll()
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`)); err != nil {
+		b.Fatal(err)
+	}
+	ops := make([]BatchOp, 0, 100)
+	for i := 0; i < 30000; i += 100 {
+		ops = ops[:0]
+		p := fmt.Sprintf("p%d", i/100%100)
+		for j := i; j < i+100; j++ {
+			ops = append(ops, BatchOp{Type: "Create", Body: []byte(fmt.Sprintf(`{"id":"d%d","pk":%q,"n":%d,"u":%d,"pad":"%0900d"}`, j, p, j, (j*7919)%30000, j))})
+		}
+		if _, ok, err := e.ExecuteBatch(ctx, "db", "c", lethe.PartitionKey{p}, ops); err != nil || !ok {
+			b.Fatalf("load: %v", err)
 		}
 	}
+	settle()
 	for _, c := range []struct{ name, text string }{
 		{"spread-half", "SELECT * FROM c WHERE c.u >= 15000"},
 		{"late-half", "SELECT * FROM c WHERE c.n >= 15000"},
