@@ -191,18 +191,14 @@ next:
 		if p.narrow(filters) {
 			return p, true
 		}
-		if !first.Desc && !alwaysDefined(first.Path) && !s.fixedDefine(r, fixed, first.Path, prefix, true) {
+		among, counted, countable := s.fixedDefine(fixed, first.Path, prefix)
+		if !first.Desc && !alwaysDefined(first.Path) && !(countable && s.entryInEvery(r, among, counted)) {
 			continue
 		}
 		p.ranges = []keyRange{{prefix, kv.PrefixEnd(prefix)}}
-		if first.Desc && !alwaysDefined(first.Path) {
-			// As in planOrdered, a query scoped to a partition counts only
-			// among one equality's documents, not the container's.
-			among := len(fixed) == 1 && s.l.index.indexed(fixed[0].path)
-			p.defined = func(r kv.Reader, count bool) bool {
-				return s.fixedDefine(r, fixed, first.Path, prefix, count && (among || pk == nil))
-			}
-			p.tail = !p.defined(r, false)
+		p.tail = first.Desc && !alwaysDefined(first.Path)
+		if p.tail && countable {
+			p.setDefined(r, s, among, counted, pk != nil)
 		}
 		return p, true
 	}
@@ -228,22 +224,18 @@ func (s *scope) compositeFixed(ord int, paths [][]string, all []filterSpec) (pre
 	return prefix, used, fixed, true
 }
 
-// fixedDefine reports whether every document that the equalities fixed
-// select has a value at path, the composite index's last, whose entries
-// under those values lie under prefix: so that an ascending read of them
-// misses none. With one equality, on an indexed path, its value's entries
-// are counted against prefix's; otherwise path's entries against the
-// container's documents. Either count is remembered (entryInEvery);
-// without count only a remembered one answers (entryKnownInEvery).
-func (s *scope) fixedDefine(r kv.Reader, fixed []filterSpec, path []string, prefix []byte, count bool) bool {
-	every := s.entryInEvery
-	if !count {
-		every = s.entryKnownInEvery
-	}
+// fixedDefine returns what entryInEvery checks to tell whether every
+// document that the equalities fixed select has a value at path, the
+// composite index's last, whose entries under those values lie under
+// prefix: so that an ascending read of them misses none. With one
+// equality, on an indexed path, its value's entries (among) against
+// prefix's; otherwise path's entries against the container's documents
+// (among nil). ok is false when path is not indexed: nothing tells.
+func (s *scope) fixedDefine(fixed []filterSpec, path []string, prefix []byte) (among, counted []byte, ok bool) {
 	if len(fixed) == 1 && s.l.index.indexed(fixed[0].path) {
-		return every(r, s.equalityEntries(fixed[0]), prefix)
+		return s.equalityEntries(fixed[0]), prefix, true
 	}
-	return s.l.index.indexed(path) && every(r, nil, indexPrefix(s.rid, path))
+	return nil, indexPrefix(s.rid, path), s.l.index.indexed(path)
 }
 
 // equalityEntries returns the prefix of the path index entries of the

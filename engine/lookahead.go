@@ -215,68 +215,61 @@ type storeCountable interface {
 	countableRanges() (ranges []keyRange, ok bool)
 }
 
-// storeCount returns how many live documents src's candidates hold,
-// counted by a store that counts where the entries are (kv.Counter: on
-// PostgreSQL, where reading them sends every key and value over the
-// connection), less the expired documents not yet purged that have an
-// entry among them (their manifests say which); -1 when the store does
-// not count, the source is not storeCountable, or the expired documents
-// are too many to look at.
+// storeCount returns how many live documents src's candidates hold, as
+// the store counts them (countLive); -1 when it does not count, or the
+// source is not storeCountable.
 func (d *docReader) storeCount(src candidates) int64 {
-	c, ok := d.r.(kv.Counter)
-	sc, ok2 := src.(storeCountable)
-	if !ok || !ok2 {
+	sc, ok := src.(storeCountable)
+	if !ok {
 		return -1
 	}
 	ranges, ok := sc.countableRanges()
 	if !ok {
 		return -1
 	}
-	gone, ok := d.s.expiredIn(d.r, ranges)
-	if !ok {
+	live, entries, ok, err := d.s.countLive(d.r, ranges)
+	switch {
+	case err != nil:
+		d.err = err
+		return 0
+	case !ok:
 		return -1
 	}
-	var n int64
-	for _, kr := range ranges {
-		k, err := c.Count(kr.start, kr.end, -1)
-		if err != nil {
-			d.err = err
-			return 0
-		}
-		n += k
-	}
-	d.charged = int(n)
-	return max(n-gone, 0)
+	d.charged = int(entries)
+	return live
 }
 
-// expiredIn counts the documents expired and not yet purged (see
-// expiredSeqs) that have an entry in one of ranges, by the manifests their
-// expiry entries hold; ok is false when there are more than
-// maxCountExpired of them, or reading them fails.
-func (s *scope) expiredIn(r kv.Reader, ranges []keyRange) (n int64, ok bool) {
-	seen := 0
-	for _, kind := range []byte{pfxByTS, pfxByExpiry} {
-		kr, ok := s.expiredEntries(kind)
-		if !ok {
-			continue
-		}
-		it := r.Scan(kr.start, kr.end, false)
-		for seen <= maxCountExpired && it.Next() {
-			seen++
-			_, _, manifest, err := decodeOrderValue(it.Value(), &s.rid)
-			if err != nil {
-				it.Close()
-				return 0, false
-			}
-			if slices.ContainsFunc(manifest, func(k []byte) bool { return inRanges(k, ranges) }) {
-				n++
-			}
-		}
-		if it.Close() != nil || seen > maxCountExpired {
-			return 0, false
-		}
+// countLive counts the entries of ranges, which hold one entry a document
+// at most, on a store that counts them where they are (kv.Counter: on
+// PostgreSQL, where reading them sends every key and value over the
+// connection), and the live documents among them: less the documents
+// expired and not yet purged that have an entry there, which their
+// manifests name. ok is false when the store does not count, or the
+// expired documents are too many to look at.
+func (s *scope) countLive(r kv.Reader, ranges []keyRange) (live, entries int64, ok bool, err error) {
+	c, counts := r.(kv.Counter)
+	if !counts {
+		return 0, 0, false, nil
 	}
-	return n, true
+	var gone int64
+	ok = s.eachExpired(r, func(_, value []byte) bool {
+		_, _, manifest, err := decodeOrderValue(value, &s.rid)
+		if err == nil && slices.ContainsFunc(manifest, func(k []byte) bool { return inRanges(k, ranges) }) {
+			gone++
+		}
+		return err == nil
+	})
+	if !ok {
+		return 0, 0, false, nil
+	}
+	for _, kr := range ranges {
+		n, err := c.Count(kr.start, kr.end, -1)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		entries += n
+	}
+	return max(entries-gone, 0), entries, true, nil
 }
 
 // inRanges reports whether key lies in one of ranges.
@@ -311,22 +304,42 @@ func (s *scope) countWithoutLookups(r kv.Reader, d *docReader) {
 // them, or reading them fails.
 func (s *scope) expiredSeqs(r kv.Reader) (expired map[uint64]struct{}, ok bool) {
 	expired = map[uint64]struct{}{}
+	ok = s.eachExpired(r, func(key, _ []byte) bool {
+		if len(key) >= 8 {
+			expired[binary.BigEndian.Uint64(key[len(key)-8:])] = struct{}{}
+		}
+		return true
+	})
+	if !ok {
+		return nil, false
+	}
+	return expired, true
+}
+
+// eachExpired calls fn with the key and value of the expiry entry (T, X)
+// of each document expired and not yet purged: those whose entries lie at
+// or below the scope's cutoffs. It returns false, having stopped, when
+// there are more than maxCountExpired of them, reading them fails, or fn
+// returns false.
+func (s *scope) eachExpired(r kv.Reader, fn func(key, value []byte) bool) bool {
+	seen := 0
 	for _, kind := range []byte{pfxByTS, pfxByExpiry} {
 		kr, ok := s.expiredEntries(kind)
 		if !ok {
 			continue
 		}
 		it := r.Scan(kr.start, kr.end, false)
-		for it.Next() && len(expired) <= maxCountExpired {
-			if k := it.Key(); len(k) >= 8 {
-				expired[binary.BigEndian.Uint64(k[len(k)-8:])] = struct{}{}
+		for it.Next() {
+			if seen++; seen > maxCountExpired || !fn(it.Key(), it.Value()) {
+				it.Close()
+				return false
 			}
 		}
-		if it.Close() != nil || len(expired) > maxCountExpired {
-			return nil, false
+		if it.Close() != nil {
+			return false
 		}
 	}
-	return expired, true
+	return true
 }
 
 // valueOnlyAt returns an object whose only value is v at path, or an empty

@@ -83,18 +83,26 @@ func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec, pa
 		return nil, false
 	}
 	p.ranges = []keyRange{{prefix, kv.PrefixEnd(prefix)}}
-	if first.Desc && !alwaysDefined(first.Path) {
-		// Scoped to a partition, a count of the container's entries may
-		// cost more than the partition's documents: only a proof serves.
-		p.defined = func(r kv.Reader, count bool) bool {
-			if count && part == nil {
-				return s.definedInEvery(r, prefix)
-			}
-			return s.entryKnownInEvery(r, nil, prefix)
-		}
-		p.tail = !p.defined(r, false)
+	if p.tail = first.Desc && !alwaysDefined(first.Path); p.tail {
+		p.setDefined(r, s, nil, prefix, part != nil)
 	}
 	return p, true
+}
+
+// setDefined gives a descending plan with a tail its defined check, whether
+// every document with an entry under among (nil: every document) has one
+// under counted (entryInEvery), and drops the tail when a proof already
+// says so. A query scoped to a partition counts only among an equality's
+// documents: a count of the container's entries may cost more than reading
+// the partition's documents, so there only a proof serves.
+func (p *orderedPlan) setDefined(r kv.Reader, s *scope, among, counted []byte, scoped bool) {
+	p.defined = func(r kv.Reader, count bool) bool {
+		if count && (among != nil || !scoped) {
+			return s.entryInEvery(r, among, counted)
+		}
+		return s.entryKnownInEvery(r, among, counted)
+	}
+	p.tail = !p.defined(r, false)
 }
 
 // narrow limits p's read to the ranges, under its prefix, of the first of

@@ -327,29 +327,19 @@ func (x *pathOnlySource) Next() (*jsonv.Object, uint64, bool, error) {
 }
 
 // countInStore counts the live documents of a valueless read's ranges on
-// a store that counts where the entries are (see docReader.storeCount): a
-// document has one value at the path, so one entry at most; the expired
-// ones are those whose manifests hold an entry there. ok is false when the
-// store does not count, the read is scoped by a filter of partitions, or
-// too many documents await the purge.
-func (x *pathOnlySource) countInStore() (n int64, ok bool, err error) {
-	c, counts := x.r.(kv.Counter)
-	if !counts || x.filter != nil || x.firstOnly {
+// a store that counts where the entries are (countLive): a document has
+// one value at the path, so one entry at most. ok is false when the store
+// does not count, the read is scoped by a filter of partitions, or too
+// many documents await the purge.
+func (x *pathOnlySource) countInStore() (live int64, ok bool, err error) {
+	if x.filter != nil || x.firstOnly {
 		return 0, false, nil
 	}
-	gone, ok := x.s.expiredIn(x.r, x.ranges)
-	if !ok {
-		return 0, false, nil
+	live, entries, ok, err := x.s.countLive(x.r, x.ranges)
+	if ok {
+		x.entries = int(entries)
 	}
-	for _, kr := range x.ranges {
-		k, err := c.Count(kr.start, kr.end, -1)
-		if err != nil {
-			return 0, false, err
-		}
-		n += k
-	}
-	x.entries = int(n)
-	return max(n-gone, 0), true, nil
+	return live, ok, err
 }
 
 // emptyDocument stands for a document without the path a path-only read

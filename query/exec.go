@@ -303,19 +303,23 @@ func (ex *executor) skipsWholeDocuments(opts ExecOptions) bool {
 
 // hasSubquery reports whether the select list holds a subquery.
 func (s *selectStmt) hasSubquery() bool {
+	return s.itemsHold(func(x Expr) bool {
+		_, ok := x.(*SubqueryExpr)
+		return ok
+	})
+}
+
+// itemsHold reports whether an expression of the select list holds an
+// expression that is reports true for.
+func (s *selectStmt) itemsHold(is func(Expr) bool) bool {
 	found := false
 	for _, it := range s.Items {
 		Inspect(it.X, func(x Expr) bool {
-			if _, ok := x.(*SubqueryExpr); ok {
-				found = true
-			}
+			found = found || is(x)
 			return !found
 		})
-		if found {
-			return true
-		}
 	}
-	return false
+	return found
 }
 
 // ReadsOnlyRaw reports whether the query returns each document's stored
@@ -366,16 +370,10 @@ func (s *selectStmt) readsNoDocument() bool {
 // callsRand reports whether the select list calls RAND, whose value differs
 // from one row to the next.
 func (s *selectStmt) callsRand() bool {
-	calls := false
-	for _, it := range s.Items {
-		Inspect(it.X, func(x Expr) bool {
-			if c, ok := x.(*CallExpr); ok && strings.EqualFold(c.Fun.Name, "RAND") {
-				calls = true
-			}
-			return !calls
-		})
-	}
-	return calls
+	return s.itemsHold(func(x Expr) bool {
+		c, ok := x.(*CallExpr)
+		return ok && strings.EqualFold(c.Fun.Name, "RAND")
+	})
 }
 
 // ReadsOnlyRawAndFirstKey returns the path of the one ORDER BY key of a
