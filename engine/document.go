@@ -48,6 +48,10 @@ type scope struct {
 	// unordered: queries do not read an index in ORDER BY order, after
 	// such a read met an object or array (errUnorderable).
 	unordered bool
+	// afterDefined: the query page resumes after a row whose first ORDER
+	// BY key is defined, so every document without that key is behind it
+	// (see planOrdered).
+	afterDefined bool
 	// rangeID is the partition key range of the document a point operation
 	// or batch addresses (set when its partition key is known).
 	rangeID string

@@ -66,6 +66,12 @@ func (p *orderedPlan) composite() bool { return p.specs != nil }
 // there an ascending read on a path that a document may lack is not
 // planned, since proving that none lacks it reads the path's entries of
 // the whole container, where the partition's documents may be few to sort.
+// Across the container, an ascending read needs that proof on its first
+// page only: a page that resumes after a row whose key is defined
+// (scope.afterDefined) has every document without the key behind it, since
+// those sort first, so the index holds every row it can return. Its pages
+// then cost a page, also where some documents lack the key (which the
+// proof can never show) and on a shared store (which keeps no proof).
 func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec, part *indexPlan) (*orderedPlan, bool) {
 	if len(h.OrderBy) == 0 {
 		return nil, false
@@ -79,7 +85,7 @@ func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec, pa
 	if p.narrow(filters) {
 		return p, true
 	}
-	if !first.Desc && !alwaysDefined(first.Path) && (part != nil || !s.definedInEvery(r, prefix)) {
+	if !first.Desc && !alwaysDefined(first.Path) && (part != nil || !s.afterDefined && !s.definedInEvery(r, prefix)) {
 		return nil, false
 	}
 	p.ranges = []keyRange{{prefix, kv.PrefixEnd(prefix)}}

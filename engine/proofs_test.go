@@ -85,12 +85,15 @@ func TestDefinedProofs(t *testing.T) {
 		return true
 	}
 	// settled: the pages after a write count a few times (the registration,
-	// then the proof) and then not at all.
+	// then the proof) and then not at all. A one-key ascending read counts
+	// on its first page only (a page that resumes after a defined key needs
+	// no proof), so its proof comes with the second query's first page.
 	settled := func(stage string, wantCounts bool) {
 		t.Helper()
 		if n := pages(stage); wantCounts && n == 0 {
 			t.Errorf("%s: the pages counted nothing, where a write broke the proofs", stage)
 		}
+		pages(stage + ", proving")
 		if n := pages(stage + ", again"); n != 0 {
 			t.Errorf("%s: the pages counted %d times once proved", stage, n)
 		}
@@ -155,8 +158,8 @@ func TestDefinedProofs(t *testing.T) {
 	}
 	for _, b := range breaks {
 		b.write()
-		// While a document lacks a key every page counts (and then sorts
-		// every document, which costs more).
+		// While a document lacks a key every first page counts (and then
+		// sorts every document, which costs more).
 		if n := pages(b.stage); n == 0 {
 			t.Errorf("%s: the pages counted nothing", b.stage)
 		}

@@ -188,6 +188,8 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	}
 	pkEq := s.pkEquality(opts.PK)
 	part := s.partitionPlanOf(pkEq)
+	_, undefined, ok := q.ResumeFirstKey(tok.Cursor)
+	s.afterDefined = ok && !undefined
 	src, plan := s.querySource(r, q, opts.Params, part, pkEq, filter, lookAhead)
 	execute := func(src querySource, plan sourcePlan) (*query.Page, error) {
 		if tok.Cursor != nil {
