@@ -199,10 +199,11 @@ func base64Decode(s string) ([]byte, error) { return base64.StdEncoding.DecodeSt
 
 // withPlan calls fn with the source and plan that query text, with params
 // and partition key p in the request (nil: none), gets in container coll of
-// database "db", in a view that stays open while fn runs.
+// database "db", in a view that stays open while fn runs: the engine's, as
+// a query's.
 func (te *testEngine) withPlan(coll, text string, params map[string]jsonv.Value, p lethe.PartitionKey, fn func(querySource, sourcePlan)) {
 	te.t.Helper()
-	err := te.store.View(ctx, func(r kv.Reader) error {
+	err := te.Engine.store.View(ctx, func(r kv.Reader) error {
 		s, err := te.scope(r, "db", coll, te.clock.Now().Unix())
 		if err != nil {
 			return err

@@ -47,7 +47,11 @@ type orderedPlan struct {
 	// source, once the index is done, counts before it reads every
 	// document of the scope for the tail.
 	defined func(r kv.Reader, count bool) bool
-	spec    *filterSpec
+	// head, for an ascending read of a path that some document lacks, has
+	// the read yield those documents first, in insertion order, as the
+	// executor orders them (undefined sorts first): see orderedHead.
+	head bool
+	spec *filterSpec
 	// prefix is what the index's keys hold before the ordered value: the
 	// path's index prefix, or a composite index's prefix and the values
 	// its equalities fix (composite).
@@ -72,6 +76,9 @@ func (p *orderedPlan) composite() bool { return p.specs != nil }
 // those sort first, so the index holds every row it can return. Its pages
 // then cost a page, also where some documents lack the key (which the
 // proof can never show) and on a shared store (which keeps no proof).
+// Where the count finds documents without the key, the read on the
+// embedded store yields them first (orderedPlan.head), found by the seqs
+// its entries lack rather than by reading every document.
 func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec, part *indexPlan) (*orderedPlan, bool) {
 	if len(h.OrderBy) == 0 {
 		return nil, false
@@ -85,10 +92,22 @@ func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec, pa
 	if p.narrow(filters) {
 		return p, true
 	}
-	if !first.Desc && !alwaysDefined(first.Path) && (part != nil || !s.afterDefined && !s.definedInEvery(r, prefix)) {
-		return nil, false
-	}
 	p.ranges = []keyRange{{prefix, kv.PrefixEnd(prefix)}}
+	if !first.Desc && !alwaysDefined(first.Path) && !s.afterDefined {
+		if part != nil {
+			return nil, false
+		}
+		if !s.definedInEvery(r, prefix) {
+			// On a shared store, gathering every entry and walking the
+			// insertion order are two rows over the connection a
+			// document, where reading and sorting every document is one
+			// (BENCHMARKS.md, thirtieth session).
+			if _, embedded := r.(*metaReader); !embedded {
+				return nil, false
+			}
+			p.head = true
+		}
+	}
 	if p.tail = first.Desc && !alwaysDefined(first.Path); p.tail {
 		p.setDefined(r, s, nil, prefix, part != nil)
 	}
@@ -246,6 +265,7 @@ type orderedSource struct {
 	// value, is where their forward read starts (see resume).
 	resumeTies []byte
 	pending    []candidate  // a regrouped run of cut strings, in order
+	head       *orderedHead // the undefined documents, before the index (plan.head)
 	tail       recordSource // the undefined documents, once the index is done
 	part       *indexPlan   // the partition's list, when scoped to one (see partitionPlan)
 	// budget, when positive, is how many index entries the source may read
@@ -272,7 +292,11 @@ type orderedSource struct {
 // orderedSource returns the source of plan's documents in scope, whose first
 // lookup takes lookAhead documents (see newLookAhead).
 func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, part *indexPlan, filter *docFilter, lookAhead int) *orderedSource {
-	return &orderedSource{docReader: newDocReader(s, r, lookAhead), plan: plan, part: part, filter: filter, ranges: plan.ranges}
+	x := &orderedSource{docReader: newDocReader(s, r, lookAhead), plan: plan, part: part, filter: filter, ranges: plan.ranges}
+	if plan.head {
+		x.head = &orderedHead{}
+	}
+	return x
 }
 
 // keyOnly returns plan, the source's plan for query q, with whereHolds set
@@ -285,7 +309,7 @@ func (s *scope) orderedSource(r kv.Reader, plan *orderedPlan, part *indexPlan, f
 func (x *orderedSource) keyOnly(q *query.Query, plan sourcePlan) sourcePlan {
 	// The tail (documents without the key) comes from the partition or the
 	// container, unfiltered by the index: WHERE must judge it.
-	if q.Filters() && !(x.plan.whereExact && !x.plan.tail) {
+	if q.Filters() && !(x.plan.whereExact && !x.plan.tail && !x.plan.head) {
 		return plan
 	}
 	plan.whereHolds = true
@@ -305,7 +329,8 @@ var errUnorderable = errors.New("engine: an ordered read met an object or array"
 var errOverBudget = errors.New("engine: the plan read its budget of index entries")
 
 // resume starts the read at the documents whose first ORDER BY key is v,
-// inclusive, or (undefined) at the documents without it: the rows of every
+// inclusive, or (undefined) at the documents without it, which come first
+// in an ascending read and last in a descending one: the rows of every
 // document before them precede the continuation, which the executor skips
 // anyway, so a later page reads about a page, not every page before it.
 // With tie, among the documents whose key is v it starts at the one whose
@@ -313,7 +338,13 @@ var errOverBudget = errors.New("engine: the plan read its budget of index entrie
 // within hundreds of documents sharing a key still reads a page. Call it
 // before the first Next.
 func (x *orderedSource) resume(v jsonv.Value, undefined bool, seq uint64, tie bool) {
-	if undefined { // last in either direction the plan serves: the tail only
+	if undefined && !x.plan.desc { // first: the head from seq on, if any, then the whole index
+		if x.head != nil && tie {
+			x.head.from = seq
+		}
+		return
+	}
+	if undefined { // last in a descending read: the tail only
 		x.ranges = nil
 		return
 	}
@@ -463,6 +494,12 @@ func (x *orderedSource) Skip(n, then int) (int, error) {
 // order, a run of cut strings regrouped by full value, and entries of equal
 // values in ascending seq (read forwards in a descending read).
 func (x *orderedSource) next() (candidate, bool, error) {
+	if h := x.head; h != nil && !h.done {
+		c, ok, err := x.nextInHead()
+		if err != nil || ok {
+			return c, ok, err
+		}
+	}
 	for {
 		if x.budget > 0 && x.scanned >= x.budget {
 			n, small, err := countRanges(x.r, x.alt, x.filter, x.budget/x.altCost)
@@ -591,6 +628,9 @@ func (x *orderedSource) close() {
 	if x.it != nil {
 		x.it.Close()
 	}
+	if x.head != nil && x.head.it != nil {
+		x.head.it.Close()
+	}
 	if x.tail != nil {
 		x.tail.close()
 	}
@@ -602,4 +642,97 @@ func (x *orderedSource) work() (ru.Query, error) {
 		w.Add(t)
 	}
 	return w, err
+}
+
+// orderedHead finds, for an ascending read of a path that some documents in
+// the container lack (orderedPlan.head), those documents, which sort first
+// and have no entry in the path's index, without reading every document:
+// the seqs of the documents the index holds (every entry under the plan's
+// prefix) are gathered and sorted, and the container's insertion order is
+// walked for the seqs they lack. The usage tally counts the stored
+// documents as the insertion order holds them (expired or not, in any
+// partition), so the walk stops once it has met as many as the tally
+// exceeds the entries by: when those documents are old (a property added
+// later), it reads about a page of insertion order, and otherwise the
+// entries and the order's keys, no document but those yielded. A page that
+// resumes among them starts yielding at its cursor's seq.
+type orderedHead struct {
+	from    uint64      // the first seq to yield
+	have    []uint64    // the seqs of the documents with an entry, ascending
+	next    int         // have's first seq not yet passed in the walk
+	lacking int64       // stored documents without an entry
+	it      kv.Iterator // the walk of the insertion order; nil until it starts
+	done    bool
+}
+
+// maxHeadEntries bounds the seqs an orderedHead gathers (8 bytes each, so
+// 8 MiB at most for a page): a
+// path of more entries is not read in order by a query that needs a head,
+// which then reads every document and sorts them, as without the index.
+const maxHeadEntries = 1 << 20
+
+// nextInHead returns the head's next candidate in scope; false once every
+// document without an entry has been met.
+func (x *orderedSource) nextInHead() (candidate, bool, error) {
+	h := x.head
+	if h.it == nil {
+		if err := x.startHead(); err != nil || h.done {
+			h.done = true
+			return candidate{}, false, err
+		}
+	}
+	for h.lacking > 0 && h.it.Next() {
+		x.scanned++
+		k := h.it.Key()
+		seq := binary.BigEndian.Uint64(k[len(k)-8:])
+		for h.next < len(h.have) && h.have[h.next] < seq {
+			h.next++
+		}
+		if h.next < len(h.have) && h.have[h.next] == seq {
+			continue
+		}
+		h.lacking--
+		if seq < h.from {
+			continue
+		}
+		suffix, _, _, err := decodeOrderValue(h.it.Value(), nil)
+		if err != nil {
+			return candidate{}, false, err
+		}
+		if x.filter.match(suffix) {
+			return candidate{seq, suffix}, true, nil
+		}
+	}
+	h.done = true
+	return candidate{}, false, h.it.Err()
+}
+
+// startHead gathers the seqs of the documents with an entry and counts
+// those without one; the head is done at once when there are none.
+func (x *orderedSource) startHead() error {
+	h := x.head
+	stored, err := x.s.storedTally(x.r)
+	if err != nil {
+		return err
+	}
+	it := x.r.Scan(x.plan.prefix, kv.PrefixEnd(x.plan.prefix), false)
+	for it.Next() {
+		x.scanned++
+		if len(h.have) == maxHeadEntries {
+			it.Close()
+			return errUnorderable // too many to gather: read without the index's order
+		}
+		h.have = append(h.have, seqOf(it.Key()))
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	slices.Sort(h.have)
+	// A document has one entry at a path (see definedInEvery).
+	if h.lacking = stored.count - int64(len(h.have)); h.lacking <= 0 {
+		h.done = true
+		return nil
+	}
+	h.it = x.r.Scan(collKey(pfxOrder, x.s.rid), kv.PrefixEnd(collKey(pfxOrder, x.s.rid)), false)
+	return nil
 }

@@ -515,8 +515,10 @@ func (s *scope) orderedOverEquality(r kv.Reader, h query.Hints, filters []filter
 	if part != nil || src.race != nil || s.unordered {
 		return nil
 	}
+	// A read that must first find the documents without the key walks the
+	// container's insertion order, where the equality's list is at hand.
 	op, ok := s.planOrdered(r, h, filters, part)
-	if !ok {
+	if !ok || op.head {
 		return nil
 	}
 	o := s.orderedSource(r, op, part, filter, lookAhead)

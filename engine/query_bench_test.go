@@ -191,10 +191,11 @@ func BenchmarkReadFeedPage(b *testing.B) {
 
 // BenchmarkQueryLaterPage is the 50th page of 10 of queries read from the
 // index: a continuation resumes at its row's place, so it should cost what
-// the first page costs. The last runs after a document without t is
+// the first page costs. The last two run after a document without t is
 // stored, which no count can then prove every document has: the first page
-// of an ascending ORDER BY c.t sorts every document, and a later one
-// resumes after a defined t, with every document without it behind.
+// of an ascending ORDER BY c.t finds it by the seqs t's entries lack, and a
+// later one resumes after a defined t, with every document without it
+// behind.
 //
 //	go test ./engine -run '^$' -bench QueryLaterPage -benchmem
 func BenchmarkQueryLaterPage(b *testing.B) {
@@ -225,6 +226,14 @@ func BenchmarkQueryLaterPage(b *testing.B) {
 		b.Fatal(err)
 	}
 	later("orderby-asc-one-lacks", "SELECT c.id, c.t FROM c ORDER BY c.t", nil)
+	// The first page: the document without t first, then nine from the
+	// index.
+	b.Run("orderby-asc-one-lacks-first", func(b *testing.B) {
+		b.ReportAllocs()
+		if rows := benchPages(b, e, "idx", QueryOptions{Text: "SELECT c.id, c.t FROM c ORDER BY c.t", MaxItems: 10}); rows != 10 {
+			b.Fatalf("%d rows, want a page of 10", rows)
+		}
+	})
 }
 
 // BenchmarkPartitionEquality is the first page of 10 of a partition-scoped
