@@ -666,9 +666,9 @@ type orderedHead struct {
 }
 
 // maxHeadEntries bounds the seqs an orderedHead gathers (8 bytes each, so
-// 8 MiB at most for a page): a
-// path of more entries is not read in order by a query that needs a head,
-// which then reads every document and sorts them, as without the index.
+// 8 MiB at most for a page): a path of more entries is not read in order by
+// a query that needs a head, which then reads every document and sorts
+// them, as without the index.
 const maxHeadEntries = 1 << 20
 
 // nextInHead returns the head's next candidate in scope; false once every
