@@ -43,9 +43,12 @@ func TestAscendingWhenEveryDocumentHasThePath(t *testing.T) {
 		p := fmt.Sprintf("p%d", i%5)
 		write(fmt.Sprintf("d%d", i), p, fmt.Sprintf(`{"id":"d%d","pk":%q,"name":%s}`, i, p, names[(i*7)%len(names)]))
 	}
+	// check compares the pages, then the plan: with a document without the
+	// path, one with a head; otherwise, once those pages have proved it
+	// (definedProofs), one without.
 	check := func(stage string, wantHead bool) {
 		t.Helper()
-		te.withPlan("idx", "SELECT * FROM c ORDER BY c.name", nil, nil, func(src querySource, plan sourcePlan) {
+		defer te.withPlan("idx", "SELECT * FROM c ORDER BY c.name", nil, nil, func(src querySource, plan sourcePlan) {
 			o, ok := src.(*orderedSource)
 			if !ok || plan.sorted == 0 {
 				t.Errorf("%s: the ascending ORDER BY does not read the index in order", stage)
@@ -322,4 +325,37 @@ func idsOf(rows []string) []string {
 		}
 	}
 	return out
+}
+
+// TestOrderedHeadHolds: the head's set of seqs with an entry answers the
+// walk's questions, asked in ascending seq, alike as a bitmap (dense seqs)
+// and as a sorted slice (sparse ones), gathered in any order.
+func TestOrderedHeadHolds(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		seqs   []uint64
+		bitmap bool
+	}{
+		{"dense", []uint64{70, 3, 64, 65, 5, 127, 128, 4}, true},
+		{"one", []uint64{1 << 40}, true},
+		{"sparse", []uint64{900, 3, 1 << 20, 64, 5}, false},
+		{"none", nil, false},
+	} {
+		h := &orderedHead{have: slices.Clone(c.seqs)}
+		h.gathered()
+		if (h.bits != nil) != c.bitmap {
+			t.Errorf("%s: a bitmap: %v, want %v", c.name, h.bits != nil, c.bitmap)
+		}
+		top := uint64(0)
+		for _, s := range c.seqs {
+			top = max(top, s)
+		}
+		asked := []uint64{0, 1, 2, 3, 4, 5, 6, 63, 64, 65, 66, 69, 70, 71, 126, 127, 128, 129, 899, 900, 901, 1 << 20, 1<<20 + 1, 1<<40 - 1, 1 << 40, 1<<40 + 1, top + 64}
+		slices.Sort(asked)
+		for _, seq := range slices.Compact(asked) {
+			if got, want := h.holds(seq), slices.Contains(c.seqs, seq); got != want {
+				t.Errorf("%s: holds(%d) = %v, want %v", c.name, seq, got, want)
+			}
+		}
+	}
 }

@@ -76,10 +76,13 @@ func (p *orderedPlan) composite() bool { return p.specs != nil }
 // those sort first, so the index holds every row it can return. Its pages
 // then cost a page, also where some documents lack the key (which the
 // proof can never show) and on a shared store (which keeps no proof).
-// Where the count finds documents without the key, the read on the
-// embedded store yields them first (orderedPlan.head), found by the seqs
-// its entries lack rather than by reading every document.
-func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec, part *indexPlan) (*orderedPlan, bool) {
+// On the embedded store, with headed, a read that no remembered proof
+// covers yields the documents without the key first (orderedPlan.head),
+// found by the seqs its entries lack rather than by reading every
+// document; its gathering is the count that proves none lacks it. Without
+// headed (an equality's list races the read) such a read is planned only
+// when the count proves it.
+func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec, part *indexPlan, headed bool) (*orderedPlan, bool) {
 	if len(h.OrderBy) == 0 {
 		return nil, false
 	}
@@ -97,15 +100,18 @@ func (s *scope) planOrdered(r kv.Reader, h query.Hints, filters []filterSpec, pa
 		if part != nil {
 			return nil, false
 		}
-		if !s.definedInEvery(r, prefix) {
-			// On a shared store, gathering every entry and walking the
-			// insertion order are two rows over the connection a
-			// document, where reading and sorting every document is one
-			// (BENCHMARKS.md, thirtieth session).
-			if _, embedded := r.(*metaReader); !embedded {
-				return nil, false
-			}
-			p.head = true
+		// On a shared store, gathering every entry and walking the
+		// insertion order are two rows over the connection a document,
+		// where reading and sorting every document is one (BENCHMARKS.md,
+		// thirtieth session).
+		_, embedded := r.(*metaReader)
+		switch {
+		case headed && embedded:
+			// The head counts as it gathers, and proves it when no
+			// document lacks the key.
+			p.head = !s.entryKnownInEvery(r, nil, prefix)
+		case !s.definedInEvery(r, prefix):
+			return nil, false
 		}
 	}
 	if p.tail = first.Desc && !alwaysDefined(first.Path); p.tail {
@@ -199,11 +205,6 @@ func (s *scope) entryInEvery(r kv.Reader, among, prefix []byte) bool {
 	if s.entryKnownInEvery(r, among, prefix) {
 		return true
 	}
-	m, _ := r.(*metaReader)
-	var proofs *definedProofs
-	if m != nil {
-		proofs = m.snap.guard.defined
-	}
 	var want int64
 	if among == nil {
 		stored, err := s.storedTally(r)
@@ -218,12 +219,21 @@ func (s *scope) entryInEvery(r kv.Reader, among, prefix []byte) bool {
 	if countEntries(r, prefix, want) != want {
 		return false
 	}
-	if proofs != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), proofWatchWait)
-		defer cancel()
-		proofs.counted(ctx, m.snap.guard.Store, s.rid, among, prefix, m.snap.proofEpoch)
-	}
+	s.provedEvery(r, among, prefix)
 	return true
+}
+
+// provedEvery records what a count on r's snapshot found: every document
+// with an entry under among (nil: every stored document) has one under
+// prefix. On an exclusive store the proof is kept (definedProofs).
+func (s *scope) provedEvery(r kv.Reader, among, prefix []byte) {
+	m, _ := r.(*metaReader)
+	if m == nil || m.snap.guard.defined == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), proofWatchWait)
+	defer cancel()
+	m.snap.guard.defined.counted(ctx, m.snap.guard.Store, s.rid, among, prefix, m.snap.proofEpoch)
 }
 
 // entryKnownInEvery is entryInEvery from a remembered proof alone: false
@@ -657,12 +667,50 @@ func (x *orderedSource) work() (ru.Query, error) {
 // entries and the order's keys, no document but those yielded. A page that
 // resumes among them starts yielding at its cursor's seq.
 type orderedHead struct {
-	from    uint64      // the first seq to yield
-	have    []uint64    // the seqs of the documents with an entry, ascending
+	from uint64 // the first seq to yield
+	// The seqs of the documents with an entry: a bitmap of the seqs from
+	// lo on, where they are dense enough for it to take no more memory
+	// than they do (seqs are given out in turn, so they mostly are), else
+	// have, sorted, which the walk passes in step.
+	lo      uint64
+	bits    []uint64
+	have    []uint64
 	next    int         // have's first seq not yet passed in the walk
 	lacking int64       // stored documents without an entry
 	it      kv.Iterator // the walk of the insertion order; nil until it starts
 	done    bool
+}
+
+// holds reports whether a document of seq has an entry. Asked in
+// ascending seq.
+func (h *orderedHead) holds(seq uint64) bool {
+	if h.bits != nil {
+		i := seq - h.lo
+		return seq >= h.lo && i/64 < uint64(len(h.bits)) && h.bits[i/64]&(1<<(i%64)) != 0
+	}
+	for h.next < len(h.have) && h.have[h.next] < seq {
+		h.next++
+	}
+	return h.next < len(h.have) && h.have[h.next] == seq
+}
+
+// gathered files the seqs in have, as a bitmap where they are dense
+// enough, else sorted.
+func (h *orderedHead) gathered() {
+	if len(h.have) == 0 {
+		return
+	}
+	lo, hi := slices.Min(h.have), slices.Max(h.have)
+	if words := (hi-lo)/64 + 1; words > uint64(len(h.have)) {
+		slices.Sort(h.have)
+		return
+	}
+	h.lo, h.bits = lo, make([]uint64, (hi-lo)/64+1)
+	for _, seq := range h.have {
+		i := seq - lo
+		h.bits[i/64] |= 1 << (i % 64)
+	}
+	h.have = nil
 }
 
 // maxHeadEntries bounds the seqs an orderedHead gathers (8 bytes each, so
@@ -685,10 +733,7 @@ func (x *orderedSource) nextInHead() (candidate, bool, error) {
 		x.scanned++
 		k := h.it.Key()
 		seq := binary.BigEndian.Uint64(k[len(k)-8:])
-		for h.next < len(h.have) && h.have[h.next] < seq {
-			h.next++
-		}
-		if h.next < len(h.have) && h.have[h.next] == seq {
+		if h.holds(seq) {
 			continue
 		}
 		h.lacking--
@@ -708,13 +753,16 @@ func (x *orderedSource) nextInHead() (candidate, bool, error) {
 }
 
 // startHead gathers the seqs of the documents with an entry and counts
-// those without one; the head is done at once when there are none.
+// those without one; the head is done at once when there are none, which
+// proves it as definedInEvery's count does.
 func (x *orderedSource) startHead() error {
 	h := x.head
 	stored, err := x.s.storedTally(x.r)
 	if err != nil {
 		return err
 	}
+	definednessCounts.Add(1)
+	h.have = make([]uint64, 0, min(max(stored.count, 0), 1<<17)) // as many entries, at most, and 1 MiB to start
 	it := x.r.Scan(x.plan.prefix, kv.PrefixEnd(x.plan.prefix), false)
 	for it.Next() {
 		x.scanned++
@@ -727,12 +775,15 @@ func (x *orderedSource) startHead() error {
 	if err := it.Close(); err != nil {
 		return err
 	}
-	slices.Sort(h.have)
 	// A document has one entry at a path (see definedInEvery).
 	if h.lacking = stored.count - int64(len(h.have)); h.lacking <= 0 {
 		h.done = true
+		if stored.count > 0 {
+			x.s.provedEvery(x.r, nil, x.plan.prefix)
+		}
 		return nil
 	}
+	h.gathered()
 	h.it = x.r.Scan(collKey(pfxOrder, x.s.rid), kv.PrefixEnd(collKey(pfxOrder, x.s.rid)), false)
 	return nil
 }

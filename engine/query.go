@@ -428,7 +428,7 @@ func (s *scope) planSource(r kv.Reader, q *query.Query, params map[string]jsonv.
 			}
 			return src, sp
 		}
-		if op, ok := s.planOrdered(r, h, filters, part); ok && !s.unordered {
+		if op, ok := s.planOrdered(r, h, filters, part, true); ok && !s.unordered {
 			src := s.orderedSource(r, op, part, filter, lookAhead)
 			return src, src.keyOnly(q, sourcePlan{path: op.path, sorted: 1})
 		}
@@ -515,10 +515,11 @@ func (s *scope) orderedOverEquality(r kv.Reader, h query.Hints, filters []filter
 	if part != nil || src.race != nil || s.unordered {
 		return nil
 	}
-	// A read that must first find the documents without the key walks the
-	// container's insertion order, where the equality's list is at hand.
-	op, ok := s.planOrdered(r, h, filters, part)
-	if !ok || op.head {
+	// No head: a read that must first find the documents without the key
+	// walks the container's insertion order, where the equality's list is
+	// at hand.
+	op, ok := s.planOrdered(r, h, filters, part, false)
+	if !ok {
 		return nil
 	}
 	o := s.orderedSource(r, op, part, filter, lookAhead)
