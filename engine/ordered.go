@@ -658,8 +658,8 @@ func (x *orderedSource) work() (ru.Query, error) {
 // the container lack (orderedPlan.head), those documents, which sort first
 // and have no entry in the path's index, without reading every document:
 // the seqs of the documents the index holds (every entry under the plan's
-// prefix) are gathered and sorted, and the container's insertion order is
-// walked for the seqs they lack. The usage tally counts the stored
+// prefix) are gathered, and the container's insertion order is walked for
+// the seqs they lack. The usage tally counts the stored
 // documents as the insertion order holds them (expired or not, in any
 // partition), so the walk stops once it has met as many as the tally
 // exceeds the entries by: when those documents are old (a property added
