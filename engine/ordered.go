@@ -70,12 +70,13 @@ func (p *orderedPlan) composite() bool { return p.specs != nil }
 // there an ascending read on a path that a document may lack is not
 // planned, since proving that none lacks it reads the path's entries of
 // the whole container, where the partition's documents may be few to sort.
-// Across the container, an ascending read needs that proof on its first
-// page only: a page that resumes after a row whose key is defined
-// (scope.afterDefined) has every document without the key behind it, since
-// those sort first, so the index holds every row it can return. Its pages
-// then cost a page, also where some documents lack the key (which the
-// proof can never show) and on a shared store (which keeps no proof).
+// An ascending read needs that proof on its first page only: a page that
+// resumes after a row whose key is defined (scope.afterDefined) has every
+// document without the key behind it, since those sort first, so the index
+// holds every row it can return. Its pages then cost a page, also where
+// some documents lack the key (which the proof can never show), on a
+// shared store (which keeps no proof), and in a partition (where the read
+// races the partition's list, as a descending one does: see budgeted).
 // On the embedded store, with headed, a read that no remembered proof
 // covers yields the documents without the key first (orderedPlan.head),
 // found by the seqs its entries lack rather than by reading every
