@@ -61,20 +61,7 @@ func newTestEngine(t *testing.T) *testEngine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := newFakeClock()
-	e, err := Open(context.Background(), Options{Store: store, Now: clock.Now, DisableBackground: true, ServeAllCrossPartitionQueries: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	te := &testEngine{Engine: e, t: t, clock: clock, store: store}
-	t.Cleanup(func() {
-		if err := e.Check(context.Background()); err != nil {
-			t.Errorf("engine invariants: %v", err)
-		}
-		e.Close()
-		store.Close()
-	})
-	return te
+	return testEngineOn(t, store)
 }
 
 // newPostgresEngine is newTestEngine on PostgreSQL: a fresh schema of the
@@ -85,6 +72,13 @@ func newPostgresEngine(t *testing.T) *testEngine {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return testEngineOn(t, store)
+}
+
+// testEngineOn opens the test engine over store, which it closes when the
+// test ends, after checking the engine's invariants.
+func testEngineOn(t *testing.T, store kv.Store) *testEngine {
+	t.Helper()
 	clock := newFakeClock()
 	e, err := Open(context.Background(), Options{Store: store, Now: clock.Now, DisableBackground: true, ServeAllCrossPartitionQueries: true})
 	if err != nil {

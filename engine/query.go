@@ -188,17 +188,17 @@ func (s *scope) queryPage(r kv.Reader, q *query.Query, qh uint64, opts QueryOpti
 	}
 	pkEq := s.pkEquality(opts.PK)
 	part := s.partitionPlanOf(pkEq)
-	_, undefined, ok := q.ResumeFirstKey(tok.Cursor)
-	s.afterDefined = ok && !undefined
+	first, undefined, resumesFirst := q.ResumeFirstKey(tok.Cursor)
+	s.afterDefined = resumesFirst && !undefined
 	src, plan := s.querySource(r, q, opts.Params, part, pkEq, filter, lookAhead)
 	execute := func(src querySource, plan sourcePlan) (*query.Page, error) {
 		if tok.Cursor != nil {
 			if seq, ok := q.ResumeSeq(tok.Cursor); ok {
 				src.seek(seq)
 			} else if o, ok := src.(*orderedSource); ok {
-				if v, undefined, ok := q.ResumeFirstKey(tok.Cursor); ok {
+				if resumesFirst {
 					seq, tie := q.ResumeTieSeq(tok.Cursor)
-					o.resume(v, undefined, seq, tie)
+					o.resume(first, undefined, seq, tie)
 				}
 			} else if k, ok := src.(*keysSource); ok {
 				if keys, seq, ok := q.ResumeKeys(tok.Cursor); ok {
