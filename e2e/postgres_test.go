@@ -115,6 +115,11 @@ func TestPostgresStore(t *testing.T) {
 	if err != nil || feed.Count != 1 || !bytes.Contains(feed.Items[0], []byte(`"id":"d"`)) {
 		t.Fatalf("the change feed after the restart, from the token before it: %d items, %v", feed.Count, err)
 	}
+	// The store's round trips are counted (what each request costs is
+	// engine.TestReadAheadRoundTrips').
+	if v, ok := seriesValue(scrape(t, s), "lethe_store_round_trips_total", nil); !ok || v == 0 {
+		t.Fatalf("lethe_store_round_trips_total after requests: %v (present: %v), want more than 0", v, ok)
+	}
 }
 
 // TestPostgresOutage: when the database goes away (every connection cut,

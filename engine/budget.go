@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lethe-db/lethe"
@@ -121,12 +122,75 @@ func governing(db *dbRecord, c *collRecord, enforceDefault bool) (string, *Throu
 	return "", nil
 }
 
+// governedBy remembers, on a store shared with other gateways, which
+// throughput governs each container, so that admitting a request does not
+// cost a transaction of its own (three round trips on PostgreSQL) before the
+// request's. An entry serves for admissionStaleness, and not at all once
+// this engine has changed a database, a container or an offer since it was
+// read: a change made through this gateway is enforced by its next request;
+// one made through another gateway within admissionStaleness, as a gateway
+// joining or leaving changes each gateway's share within a lease renewal
+// (gatewayShare). The request itself still reads the records in its own
+// transaction, so what it does and what it is charged are never stale.
+type governedBy struct {
+	mu sync.Mutex
+	m  map[string]governed // by scopeKey
+	// gen counts this engine's committed changes to records.
+	gen atomic.Uint64
+}
+
+// governed is what throughputOf read for a container.
+type governed struct {
+	owner string
+	tp    *Throughput
+	gen   uint64    // governedBy.gen before the read
+	read  time.Time // when it was read, on the monotonic clock
+}
+
+// admissionStaleness is how long a gateway on a shared store admits by a
+// throughput it read (governedBy).
+const admissionStaleness = time.Second
+
+// maxGoverned bounds governedBy; past it it starts over.
+const maxGoverned = 4096
+
+func newGovernedBy() *governedBy { return &governedBy{m: map[string]governed{}} }
+
+// get returns the container's entry if it may still serve.
+func (g *governedBy) get(key string) (governed, bool) {
+	g.mu.Lock()
+	v, ok := g.m[key]
+	g.mu.Unlock()
+	return v, ok && v.gen == g.gen.Load() && time.Since(v.read) < admissionStaleness
+}
+
+// put records what a read that began at generation gen found.
+func (g *governedBy) put(key string, v governed) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.m) >= maxGoverned {
+		clear(g.m)
+	}
+	g.m[key] = v
+}
+
+// recordsChanged tells the engine's caches of records read from a shared
+// store that this engine committed a change to a database, a container or
+// an offer.
+func (e *Engine) recordsChanged() { e.governs.gen.Add(1) }
+
 // throughputOf looks up the throughput governing container collID of dbID.
 func (e *Engine) throughputOf(ctx context.Context, dbID, collID string) (string, *Throughput, error) {
 	if s := e.guard.peekScope(dbID, collID); s != nil {
 		owner, tp := governing(s.db, s.c, e.opts.EnforceDefaultThroughput)
 		return owner, tp, nil
 	}
+	key := scopeKey(dbID, collID)
+	shared := !e.guard.exclusive
+	if v, ok := e.governs.get(key); ok && shared {
+		return v.owner, v.tp, nil
+	}
+	read := governed{gen: e.governs.gen.Load(), read: time.Now()}
 	var owner string
 	var tp *Throughput
 	err := e.store.View(ctx, func(r kv.Reader) error {
@@ -140,6 +204,10 @@ func (e *Engine) throughputOf(ctx context.Context, dbID, collID string) (string,
 		owner, tp = governing(db, c, e.opts.EnforceDefaultThroughput)
 		return nil
 	})
+	if err == nil && shared {
+		read.owner, read.tp = owner, tp
+		e.governs.put(key, read)
+	}
 	return owner, tp, err
 }
 

@@ -429,6 +429,7 @@ func (e *Engine) CreateContainerWithThroughput(ctx context.Context, dbID string,
 // the work would then wait for the next PurgeInterval tick.
 func (e *Engine) wakeAfterCommit(err error) {
 	if err == nil {
+		e.recordsChanged()
 		e.purger.kick()
 	}
 }
@@ -595,6 +596,7 @@ func (e *Engine) DeleteContainer(ctx context.Context, dbID, collID string) error
 		return tx.Delete(containerKey(db.rid(), collID))
 	})
 	if err == nil {
+		e.recordsChanged()
 		e.budgets.drop(rid)
 	}
 	return err

@@ -95,6 +95,9 @@ func (e *Engine) CreateDatabaseWithThroughput(ctx context.Context, body []byte, 
 		res = rec.resource()
 		return tx.Put(databaseKey(id), v)
 	})
+	if err == nil {
+		e.recordsChanged()
+	}
 	return res, err
 }
 
@@ -160,6 +163,7 @@ func (e *Engine) DeleteDatabase(ctx context.Context, id string) error {
 		return tx.Delete(databaseKey(id))
 	})
 	if err == nil {
+		e.recordsChanged()
 		e.budgets.drop(dropped...)
 	}
 	return err

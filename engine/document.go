@@ -91,9 +91,22 @@ func countTerms(keys [][]byte) int {
 }
 
 func (e *Engine) scope(r kv.Reader, dbID, collID string, now int64) (*scope, error) {
+	return e.scopeOf(r, dbID, collID, nil, now)
+}
+
+// scopeOf is scope for a transaction that reads the document at doc (nil:
+// none, or not first), which stores that read ahead read with the
+// container's records (readAhead).
+func (e *Engine) scopeOf(r kv.Reader, dbID, collID string, doc *DocRef, now int64) (*scope, error) {
+	if err := e.readAhead(r, dbID, collID, doc); err != nil {
+		return nil, err
+	}
 	db, c, l, err := getContainerLayout(r, dbID, collID)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := r.(kv.Prefetcher); ok {
+		e.hints.saw(dbID, collID, db, c, l)
 	}
 	return &scope{db: db, c: c, l: l, rid: l.rid, pol: c.policy(), now: now}, nil
 }
@@ -673,8 +686,14 @@ type WriteResult struct {
 
 // update runs fn in a read-write transaction over the container at one instant.
 func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.Tx, s *scope) error) error {
+	return e.updateOf(ctx, dbID, collID, nil, fn)
+}
+
+// updateOf is update for a write that reads the document at doc first (nil:
+// none), which stores that read ahead read with the container's records.
+func (e *Engine) updateOf(ctx context.Context, dbID, collID string, doc *DocRef, fn func(tx kv.Tx, s *scope) error) error {
 	for {
-		err := e.updateOnce(ctx, dbID, collID, fn)
+		err := e.updateOnce(ctx, dbID, collID, doc, fn)
 		var behind *behindError
 		switch {
 		case errors.As(err, &behind):
@@ -689,7 +708,7 @@ func (e *Engine) update(ctx context.Context, dbID, collID string, fn func(tx kv.
 }
 
 // updateOnce is update's one attempt.
-func (e *Engine) updateOnce(ctx context.Context, dbID, collID string, fn func(tx kv.Tx, s *scope) error) error {
+func (e *Engine) updateOnce(ctx context.Context, dbID, collID string, doc *DocRef, fn func(tx kv.Tx, s *scope) error) error {
 	now, at, err := e.instant(ctx)
 	if err != nil {
 		return err
@@ -706,7 +725,7 @@ func (e *Engine) updateOnce(ctx context.Context, dbID, collID string, fn func(tx
 	defer e.writing.Add(-1) // after feedDurable: see allVersionsWatermark
 	err = e.store.Update(ctx, func(tx kv.Tx) error {
 		txNow := e.txSecond(now)
-		s, err := e.scope(tx, dbID, collID, txNow)
+		s, err := e.scopeOf(tx, dbID, collID, doc, txNow)
 		if err != nil {
 			return err
 		}
@@ -744,12 +763,18 @@ func (e *Engine) updateOnce(ctx context.Context, dbID, collID string, fn func(tx
 
 // view runs fn in a read-only snapshot of the container at one instant.
 func (e *Engine) view(ctx context.Context, dbID, collID string, fn func(r kv.Reader, s *scope) error) error {
+	return e.viewOf(ctx, dbID, collID, nil, fn)
+}
+
+// viewOf is view for a read of the document at doc (nil: none), which
+// stores that read ahead read with the container's records.
+func (e *Engine) viewOf(ctx context.Context, dbID, collID string, doc *DocRef, fn func(r kv.Reader, s *scope) error) error {
 	now, err := e.now(ctx)
 	if err != nil {
 		return err
 	}
 	return e.store.View(ctx, func(r kv.Reader) error {
-		s, err := e.scope(r, dbID, collID, now)
+		s, err := e.scopeOf(r, dbID, collID, doc, now)
 		if err != nil {
 			return err
 		}
@@ -770,12 +795,19 @@ func parseDocBody(body []byte) (*jsonv.Object, error) {
 
 // writeDocument runs one document write in a transaction at one instant and
 // shapes its result; create, upsert, replace and patch differ only in op.
-func (e *Engine) writeDocument(ctx context.Context, ref DocRef, op func(tx kv.Tx, s *scope) (*docRecord, bool, error)) (WriteResult, error) {
+// reads says whether op reads the document at ref first, so that stores that
+// read ahead read it with the container's records; a create does not, since
+// on such a store it claims its key without reading it (claimDocKey).
+func (e *Engine) writeDocument(ctx context.Context, ref DocRef, reads bool, op func(tx kv.Tx, s *scope) (*docRecord, bool, error)) (WriteResult, error) {
 	if err := e.admitGrowth(ctx); err != nil {
 		return WriteResult{}, err
 	}
 	var res WriteResult
-	err := e.update(ctx, ref.DB, ref.Coll, func(tx kv.Tx, s *scope) error {
+	var doc *DocRef
+	if reads {
+		doc = &ref
+	}
+	err := e.updateOf(ctx, ref.DB, ref.Coll, doc, func(tx kv.Tx, s *scope) error {
 		rec, created, err := op(tx, s)
 		if err != nil {
 			return err
@@ -795,7 +827,7 @@ func (e *Engine) CreateDocument(ctx context.Context, ref DocRef, body []byte) (W
 	if err != nil {
 		return WriteResult{}, err
 	}
-	return e.writeDocument(ctx, ref, func(tx kv.Tx, s *scope) (*docRecord, bool, error) {
+	return e.writeDocument(ctx, ref, false, func(tx kv.Tx, s *scope) (*docRecord, bool, error) {
 		rec, err := s.createTx(e, tx, o, ref.PK)
 		return rec, true, err
 	})
@@ -809,7 +841,10 @@ func (e *Engine) UpsertDocument(ctx context.Context, ref DocRef, body []byte, co
 	if err != nil {
 		return WriteResult{}, err
 	}
-	return e.writeDocument(ctx, ref, func(tx kv.Tx, s *scope) (*docRecord, bool, error) {
+	if id, ok := o.Get("id"); ok {
+		ref.ID, _ = id.(string) // the document it replaces, if any, to read ahead
+	}
+	return e.writeDocument(ctx, ref, true, func(tx kv.Tx, s *scope) (*docRecord, bool, error) {
 		return s.upsertTx(e, tx, o, ref.PK, cond.IfMatch)
 	})
 }
@@ -825,7 +860,7 @@ func (e *Engine) ReplaceDocument(ctx context.Context, ref DocRef, body []byte, c
 	if ref.PK == nil {
 		return WriteResult{}, pkRequired()
 	}
-	return e.writeDocument(ctx, ref, func(tx kv.Tx, s *scope) (*docRecord, bool, error) {
+	return e.writeDocument(ctx, ref, true, func(tx kv.Tx, s *scope) (*docRecord, bool, error) {
 		rec, err := s.replaceTx(e, tx, ref.ID, o, ref.PK, cond.IfMatch)
 		return rec, false, err
 	})
@@ -836,7 +871,7 @@ func (e *Engine) ReplaceDocument(ctx context.Context, ref DocRef, body []byte, c
 func (e *Engine) ReadDocument(ctx context.Context, ref DocRef, cond Conditions) (Resource, error) {
 	defer e.begin()()
 	var res Resource
-	err := e.view(ctx, ref.DB, ref.Coll, func(r kv.Reader, s *scope) error {
+	err := e.viewOf(ctx, ref.DB, ref.Coll, &ref, func(r kv.Reader, s *scope) error {
 		suffix, err := s.refSuffix(ref)
 		if err != nil {
 			return err
@@ -859,7 +894,7 @@ func (e *Engine) ReadDocument(ctx context.Context, ref DocRef, cond Conditions) 
 func (e *Engine) DeleteDocument(ctx context.Context, ref DocRef, cond Conditions) (Resource, error) {
 	defer e.begin()()
 	var res Resource
-	err := e.update(ctx, ref.DB, ref.Coll, func(tx kv.Tx, s *scope) error {
+	err := e.updateOf(ctx, ref.DB, ref.Coll, &ref, func(tx kv.Tx, s *scope) error {
 		suffix, err := s.refSuffix(ref)
 		if err != nil {
 			return err

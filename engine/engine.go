@@ -150,6 +150,9 @@ type Engine struct {
 	opts  Options
 	store kv.Store // the guard over Options.Store (behind the lease on a shared store); every access goes through it
 	guard *metaGuard
+	// hints are the records last seen of each container, on stores that
+	// read ahead (readahead.go).
+	hints *scopeHints
 	log   *slog.Logger
 
 	closeOnce sync.Once
@@ -170,6 +173,7 @@ type Engine struct {
 
 	purger  *purger
 	budgets *budgets // RU buckets of containers with provisioned throughput
+	governs *governedBy
 	storage storageGate
 
 	// feedSecond is the second of the last change feed order key given to
@@ -217,7 +221,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	opts.EnsureDefaults()
 	guard := acquireGuard(opts.Store)
-	e := &Engine{opts: opts, store: guard, guard: guard, log: opts.Logger, budgets: newBudgets(), clockError: clockError}
+	e := &Engine{opts: opts, store: guard, guard: guard, hints: newScopeHints(), log: opts.Logger, budgets: newBudgets(), governs: newGovernedBy(), clockError: clockError}
 	e.storage.spaceLow, e.storage.max = opts.SpaceLow, opts.MaxStorage
 	l, err := e.takeLease(ctx)
 	if err != nil {

@@ -68,11 +68,23 @@ func newTestEngine(t *testing.T) *testEngine {
 // test binary's server (pgtest), a store other gateways could share.
 func newPostgresEngine(t *testing.T) *testEngine {
 	t.Helper()
-	store, err := pgkv.Open(context.Background(), pgkv.Options{DSN: pgtest.DSN(t), Schema: pgtest.Schema(t)})
-	if err != nil {
-		t.Fatal(err)
+	return newPostgresGateways(t, 1)[0]
+}
+
+// newPostgresGateways returns n test engines on one fresh schema, as n
+// gateways over one database.
+func newPostgresGateways(t *testing.T, n int) []*testEngine {
+	t.Helper()
+	dsn, schema := pgtest.DSN(t), pgtest.Schema(t)
+	gateways := make([]*testEngine, n)
+	for i := range gateways {
+		store, err := pgkv.Open(context.Background(), pgkv.Options{DSN: dsn, Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gateways[i] = testEngineOn(t, store)
 	}
-	return testEngineOn(t, store)
+	return gateways
 }
 
 // testEngineOn opens the test engine over store, which it closes when the

@@ -237,6 +237,7 @@ func (e *Engine) ReplaceOffer(ctx context.Context, id string, body []byte, ifMat
 	if err != nil {
 		return Resource{}, err
 	}
+	e.recordsChanged()
 	e.budgets.drop(o.rid)
 	return e.offerResource(o), nil
 }

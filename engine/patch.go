@@ -349,7 +349,7 @@ func (s *scope) patchTx(e *Engine, tx kv.Tx, suffix []byte, ref DocRef, p *Patch
 // BadRequest for operations that do not apply.
 func (e *Engine) PatchDocument(ctx context.Context, ref DocRef, p *Patch, cond Conditions) (WriteResult, error) {
 	defer e.begin()()
-	return e.writeDocument(ctx, ref, func(tx kv.Tx, s *scope) (*docRecord, bool, error) {
+	return e.writeDocument(ctx, ref, true, func(tx kv.Tx, s *scope) (*docRecord, bool, error) {
 		suffix, err := s.refSuffix(ref)
 		if err != nil {
 			return nil, false, err

@@ -178,6 +178,30 @@ func GetBatch(r Reader, keys [][]byte) ([][]byte, error) {
 	return vals, nil
 }
 
+// Prefetcher is implemented by the readers and transactions of stores where
+// reading keys one at a time costs a round trip each (a network database).
+// A caller that knows which keys it is about to Get, or expects to, reads
+// them ahead in one round trip; a key read ahead and never asked for costs
+// only its share of that round trip. Callers use it through a type
+// assertion on [Reader]: a store without it reads each key when asked.
+type Prefetcher interface {
+	// Prefetch reads keys in the transaction's snapshot and keeps their
+	// values (or their absence) for the transaction's later Gets of them,
+	// which then return what they would have read. A key the transaction
+	// writes afterwards (Put, Delete, DeleteRange, an Insert) is no longer
+	// kept: its next Get reads it again.
+	Prefetch(keys [][]byte) error
+}
+
+// Prefetch reads keys ahead in r when r is a [Prefetcher], and does nothing
+// otherwise. See Prefetcher.Prefetch.
+func Prefetch(r Reader, keys [][]byte) error {
+	if p, ok := r.(Prefetcher); ok {
+		return p.Prefetch(keys)
+	}
+	return nil
+}
+
 // Counter is implemented by the readers and transactions of stores that
 // count the keys of a range without handing them over: a network database
 // counts them where they are, instead of sending every key and value to be

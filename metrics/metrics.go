@@ -56,6 +56,10 @@ type Options struct {
 	// losing its connection (lethe_store_conflict_retries_total,
 	// lethe_store_reconnects_total). Nil means no such store.
 	StoreRetries, StoreReconnects func() int64
+	// StoreRoundTrips reports how many times a network database's store
+	// sent statements and waited for their results
+	// (lethe_store_round_trips_total). Nil means no such store.
+	StoreRoundTrips func() int64
 	// Storage reports the disk and the storage limits (lethe_disk_*,
 	// lethe_storage_*, lethe_writes_refused*). Nil means no such series.
 	Storage func() Storage
@@ -166,6 +170,7 @@ func sourcedSeries(opts Options) []funcSeries {
 		{"lethe_ttl_purge_share", "Share of one core the TTL purge may take now: the minimum while it keeps up, more as the oldest pending expiry ages, 1 while no user is active.", false, opts.PurgeShare},
 		{"lethe_store_conflict_retries_total", "Transactions the database store ran again after a serialization conflict with a concurrent one (PostgreSQL).", true, count(opts.StoreRetries)},
 		{"lethe_store_reconnects_total", "Transactions the database store ran again after losing its connection before committing (PostgreSQL).", true, count(opts.StoreReconnects)},
+		{"lethe_store_round_trips_total", "Times the database store sent statements and waited for their results (PostgreSQL): divided by requests, what a request costs in network latency.", true, count(opts.StoreRoundTrips)},
 		{"lethe_ttl_purge_busy_seconds_total", "Time the TTL purge has spent deleting expired documents; divided by lethe_ttl_purged_documents_total, what a deletion costs.", true, seconds(opts.PurgeBusy)},
 	}
 }

@@ -35,6 +35,7 @@ func newMetrics(c *config, eng *engine.Engine, store *pebblekv.Store, pg *pgkv.S
 	if pg != nil {
 		opts.StoreRetries = func() int64 { return pg.Stats().Retries }
 		opts.StoreReconnects = func() int64 { return pg.Stats().Reconnects }
+		opts.StoreRoundTrips = func() int64 { return pg.Stats().RoundTrips }
 	}
 	return metrics.New(opts)
 }

@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) kv.Store) {
 		{"UpdateNoSync", testUpdateNoSync},
 		{"Insert", testInsert},
 		{"GetBatch", testGetBatch},
+		{"Prefetch", testPrefetch},
 		{"Count", testCount},
 	}
 	for _, tc := range tests {
@@ -1246,6 +1247,72 @@ func testGetBatch(t *testing.T, s kv.Store) {
 		}
 		return nil
 	})
+}
+
+// testPrefetch checks that Gets after kv.Prefetch return what they would
+// have without it: the snapshot's values in a View, also after another
+// transaction changed them, and in an Update the transaction's own writes
+// made after the keys were read ahead.
+func testPrefetch(t *testing.T, s kv.Store) {
+	ctx := context.Background()
+	putAll(t, s, pair{"a", "1"}, pair{"b", ""}, pair{"c", "3"}, pair{"c2", "4"})
+	keys := func(ks ...string) [][]byte {
+		out := make([][]byte, len(ks))
+		for i, k := range ks {
+			out[i] = []byte(k)
+		}
+		return out
+	}
+	changed := make(chan error, 1)
+	view(t, s, func(r kv.Reader) error {
+		if err := kv.Prefetch(r, keys("a", "b", "missing", "a")); err != nil {
+			return err
+		}
+		go func() {
+			changed <- s.Update(ctx, func(tx kv.Tx) error { return tx.Put([]byte("a"), []byte("changed")) })
+		}()
+		if err := <-changed; err != nil {
+			return err
+		}
+		checkGet(t, r, "a", ptr("1"))
+		checkGet(t, r, "b", ptr(""))
+		checkGet(t, r, "missing", nil)
+		if v, err := r.Get([]byte("a")); err == nil && len(v) > 0 {
+			v[0] = 'x' // the caller's to change
+		}
+		checkGet(t, r, "a", ptr("1"))
+		return nil
+	})
+	update(t, s, func(tx kv.Tx) error {
+		if err := kv.Prefetch(tx, keys("a", "b", "c", "c2", "new", "claimed")); err != nil {
+			return err
+		}
+		checkGet(t, tx, "a", ptr("changed"))
+		if err := tx.Put([]byte("a"), []byte("mine")); err != nil {
+			return err
+		}
+		if err := tx.Delete([]byte("b")); err != nil {
+			return err
+		}
+		if err := tx.Put([]byte("new"), []byte("n")); err != nil {
+			return err
+		}
+		if err := tx.DeleteRange([]byte("c"), []byte("c1")); err != nil {
+			return err
+		}
+		if ins, ok := tx.(kv.Inserter); ok {
+			if _, err := ins.Insert([]byte("claimed"), []byte("i")); err != nil {
+				return err
+			}
+		} else if err := tx.Put([]byte("claimed"), []byte("i")); err != nil {
+			return err
+		}
+		for k, want := range map[string]*string{"a": ptr("mine"), "b": nil, "new": ptr("n"), "c": nil, "c2": ptr("4"), "claimed": ptr("i")} {
+			checkGet(t, tx, k, want)
+		}
+		return nil
+	})
+	checkPairs(t, "after the update", dump(t, s), []pair{{"a", "mine"}, {"c2", "4"}, {"claimed", "i"}, {"new", "n"}})
 }
 
 // testCount checks kv.Count, natively (kv.Counter) and by scanning: bounds,

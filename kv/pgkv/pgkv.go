@@ -161,8 +161,9 @@ type Store struct {
 	closed    atomic.Bool
 	clock     clock // the database's time (clock.go)
 	// retries and reconnects count transactions run again after a conflict
-	// and after a lost connection (Stats).
-	retries, reconnects atomic.Int64
+	// and after a lost connection, roundTrips the batches of statements sent
+	// (Stats).
+	retries, reconnects, roundTrips atomic.Int64
 }
 
 // Stats are the store's counters since Open.
@@ -171,11 +172,15 @@ type Stats struct {
 	// or a deadlock with a concurrent one; Reconnects those run again after
 	// losing their connection before committing.
 	Retries, Reconnects int64
+	// RoundTrips counts the times a transaction sent statements and waited
+	// for their results: what a request costs in network latency and in
+	// the database's per-message work, whatever the statements.
+	RoundTrips int64
 }
 
 // Stats returns the store's counters.
 func (s *Store) Stats() Stats {
-	return Stats{Retries: s.retries.Load(), Reconnects: s.reconnects.Load()}
+	return Stats{Retries: s.retries.Load(), Reconnects: s.reconnects.Load(), RoundTrips: s.roundTrips.Load()}
 }
 
 var _ kv.Store = (*Store)(nil)

@@ -79,6 +79,9 @@ type txn struct {
 		// committing is set once the COMMIT is on its way: a connection lost
 		// from then on leaves the outcome unknown.
 		committing bool
+		// ahead holds the keys Prefetch read and the transaction has not
+		// written since, with their values; nil for an absent key.
+		ahead map[string][]byte
 	}
 }
 
@@ -100,6 +103,8 @@ type reader struct{ t *txn }
 
 var (
 	_ kv.Reader      = reader{}
+	_ kv.Prefetcher  = reader{}
+	_ kv.Prefetcher  = (*txn)(nil)
 	_ kv.BatchGetter = reader{}
 	_ kv.BatchGetter = (*txn)(nil)
 	_ kv.Counter     = reader{}
@@ -108,6 +113,9 @@ var (
 
 // Get implements kv.Reader.
 func (r reader) Get(key []byte) ([]byte, error) { return r.t.Get(key) }
+
+// Prefetch implements kv.Prefetcher.
+func (r reader) Prefetch(keys [][]byte) error { return r.t.Prefetch(keys) }
 
 // GetBatch implements kv.BatchGetter.
 func (r reader) GetBatch(keys [][]byte) ([][]byte, error) { return r.t.GetBatch(keys) }
@@ -142,6 +150,7 @@ func (t *txn) roundTrip(op, q string, args []any, read func(pgx.Rows) error) err
 	}
 	t.mu.batch, t.mu.batchBytes, t.mu.writes, t.mu.begun = &pgx.Batch{}, 0, 0, true
 
+	t.s.roundTrips.Add(1)
 	br := t.mu.conn.SendBatch(t.ctx, b)
 	var err error
 	for range pending {
@@ -224,6 +233,12 @@ func nonNil(b []byte) []byte {
 func (t *txn) Get(key []byte) ([]byte, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if v, ok := t.mu.ahead[string(key)]; ok && t.mu.err == nil && t.mu.conn != nil {
+		if v == nil {
+			return nil, kv.ErrNotFound
+		}
+		return append([]byte{}, v...), nil
+	}
 	var (
 		value []byte
 		found bool
@@ -307,6 +322,33 @@ func (t *txn) GetBatch(keys [][]byte) ([][]byte, error) {
 	return vals, nil
 }
 
+// Prefetch implements kv.Prefetcher: the keys are looked up in one
+// statement, sent with the pending writes in one round trip (with the BEGIN,
+// when it is the transaction's first).
+func (t *txn) Prefetch(keys [][]byte) error {
+	vals, err := t.GetBatch(keys)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.ahead == nil {
+		t.mu.ahead = make(map[string][]byte, len(keys))
+	}
+	for i, k := range keys {
+		t.mu.ahead[string(k)] = vals[i]
+	}
+	return nil
+}
+
+// forget drops what Prefetch kept of key, which the transaction is writing.
+// t.mu must be held.
+func (t *txn) forget(key []byte) {
+	if t.mu.ahead != nil {
+		delete(t.mu.ahead, string(key))
+	}
+}
+
 // queueWrite buffers the write statement q, whose keys and values are size
 // bytes, and sends the buffer once it is large. t.mu must be held.
 func (t *txn) queueWrite(q string, size int, args ...any) error {
@@ -331,6 +373,7 @@ func (t *txn) Put(key, value []byte) error {
 	k, v := copyPair(key, value)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.forget(k)
 	return t.queueWrite(t.sql.put, len(k)+len(v), k, v)
 }
 
@@ -357,6 +400,7 @@ func (t *txn) Insert(key, value []byte) (bool, error) {
 	k, v := copyPair(key, value)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.forget(k)
 	inserted := false
 	err := t.roundTrip("insert", t.sql.insert, []any{k, v}, func(rows pgx.Rows) error {
 		inserted = rows.Next()
@@ -370,6 +414,7 @@ func (t *txn) Delete(key []byte) error {
 	k := append([]byte{}, key...)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.forget(k)
 	return t.queueWrite(t.sql.del, len(k), k)
 }
 
@@ -385,6 +430,11 @@ func (t *txn) DeleteRange(start, end []byte) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	for k := range t.mu.ahead {
+		if k >= string(s) && (end == nil || k < string(end)) {
+			delete(t.mu.ahead, k)
+		}
+	}
 	if end == nil {
 		return t.queueWrite(t.sql.delFrom, len(s), s)
 	}
@@ -443,6 +493,7 @@ func (t *txn) end() {
 	t.mu.conn = nil
 	pg := conn.Conn().PgConn()
 	if !pg.IsClosed() && !pg.IsBusy() && pg.TxStatus() != 'I' {
+		t.s.roundTrips.Add(1)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), rollbackTimeout)
 		// An error leaves the connection in the transaction: Release then
 		// closes it instead of pooling it.
