@@ -152,7 +152,7 @@ func (e *Engine) batchOp(tx kv.Tx, s *scope, pk lethe.PartitionKey, op BatchOp, 
 		created := false
 		switch strings.ToLower(op.Type) {
 		case "create":
-			rec, err = s.createTx(e, tx, o, pk)
+			rec, err = s.createTx(e, tx, o, pk, false)
 			created = true
 		case "upsert":
 			rec, created, err = s.upsertTx(e, tx, o, pk, op.IfMatch)

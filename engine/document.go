@@ -170,6 +170,9 @@ type prepared struct {
 	// prevObj is the version being replaced, parsed, when the caller has
 	// parsed it already (a patch): versionKeys then need not parse it again.
 	prevObj *jsonv.Object
+	// unchecked is set when nothing checked that the document's key is free:
+	// it is stored with kv.Creator, which fails the transaction if not.
+	unchecked bool
 }
 
 // prepare validates a document for a write into the scope's container: the id,
@@ -295,7 +298,11 @@ func (s *scope) write(e *Engine, tx kv.Tx, p *prepared, prev *docRecord, keepSeq
 	if err := s.claimUniqueKeys(tx, added, p.suffix); err != nil {
 		return nil, err
 	}
-	if err := tx.Put(docKey(s.rid, p.suffix), encoded); err != nil {
+	put := tx.Put
+	if p.unchecked {
+		put = tx.(kv.Creator).Create
+	}
+	if err := put(docKey(s.rid, p.suffix), encoded); err != nil {
 		return nil, err
 	}
 	s.usage.add(fixed, len(rec.json), 1)
@@ -548,10 +555,21 @@ func checkIfMatch(ifMatch string, live *docRecord) error {
 
 // --- operations inside a transaction, shared by single requests and batches ---
 
-func (s *scope) createTx(e *Engine, tx kv.Tx, o *jsonv.Object, pk lethe.PartitionKey) (*docRecord, error) {
+// createTx creates a document in tx. With unchecked, on a store that checks
+// a new key where it writes it (kv.Creator), it stores the document without
+// looking at its key first, and the transaction fails with kv.ErrExists if
+// the key is taken (by a live document or an expired one still stored): the
+// caller then runs it again checked, to answer 409 or replace the expired
+// one. That saves a round trip on PostgreSQL, where nearly every create's key
+// is free.
+func (s *scope) createTx(e *Engine, tx kv.Tx, o *jsonv.Object, pk lethe.PartitionKey, unchecked bool) (*docRecord, error) {
 	p, err := s.prepare(o, pk)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := tx.(kv.Creator); ok && unchecked {
+		p.unchecked = true
+		return s.write(e, tx, p, nil, false)
 	}
 	claimed, err := claimDocKey(tx, docKey(s.rid, p.suffix))
 	if err != nil || claimed {
@@ -827,10 +845,15 @@ func (e *Engine) CreateDocument(ctx context.Context, ref DocRef, body []byte) (W
 	if err != nil {
 		return WriteResult{}, err
 	}
-	return e.writeDocument(ctx, ref, false, func(tx kv.Tx, s *scope) (*docRecord, bool, error) {
-		rec, err := s.createTx(e, tx, o, ref.PK)
-		return rec, true, err
-	})
+	for unchecked := true; ; unchecked = false {
+		res, err := e.writeDocument(ctx, ref, false, func(tx kv.Tx, s *scope) (*docRecord, bool, error) {
+			rec, err := s.createTx(e, tx, o, ref.PK, unchecked)
+			return rec, true, err
+		})
+		if !unchecked || !errors.Is(err, kv.ErrExists) {
+			return res, err
+		}
+	}
 }
 
 // UpsertDocument creates the document or replaces the live one. An expired

@@ -58,6 +58,9 @@ var (
 	// takes (PostgreSQL indexes keys up to about 2,700 bytes; Pebble has no
 	// such limit). Nothing was written.
 	ErrTooLarge = errors.New("kv: key too large for the store")
+	// ErrExists is returned by Update when the transaction created a key
+	// ([Creator]) that was present. Nothing was written.
+	ErrExists = errors.New("kv: key exists")
 )
 
 // Store is a transactional ordered key-value store.
@@ -146,6 +149,21 @@ type Inserter interface {
 	// transaction ran after that one. Use it only where that order is harmless
 	// (the transaction reads nothing else that the deleting one wrote).
 	Insert(key, value []byte) (bool, error)
+}
+
+// Creator is implemented by the transactions of stores where checking that
+// a key is absent costs a round trip of its own (a network database): the
+// check is made where the write is made, with the transaction's other
+// writes. Callers use it through a type assertion on [Tx], and fall back to
+// reading the key (or claiming it with [Inserter]) when the store lacks it
+// or the key turns out to be taken.
+type Creator interface {
+	// Create stores value at key, which must be absent. If a value is
+	// stored there when the write is made (at the transaction's next read
+	// or its commit, which then fail), the transaction writes nothing and
+	// its Update returns an error that is [ErrExists]. Like Insert, Create
+	// judges presence by the latest committed state.
+	Create(key, value []byte) error
 }
 
 // BatchGetter is implemented by the readers and transactions of stores that

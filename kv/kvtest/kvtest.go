@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) kv.Store) {
 		{"Closed", testClosed},
 		{"UpdateNoSync", testUpdateNoSync},
 		{"Insert", testInsert},
+		{"Create", testCreate},
 		{"GetBatch", testGetBatch},
 		{"Prefetch", testPrefetch},
 		{"Count", testCount},
@@ -1106,6 +1107,49 @@ func testInsert(t *testing.T, s kv.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// testCreate checks kv.Creator, where the store has it: a created key is
+// stored and read back in its transaction; a transaction that creates a
+// present key fails with kv.ErrExists, whether the failure shows at commit
+// or at a later read, and writes nothing.
+func testCreate(t *testing.T, s kv.Store) {
+	ctx := context.Background()
+	supported := true
+	update(t, s, func(tx kv.Tx) error {
+		c, ok := tx.(kv.Creator)
+		if !ok {
+			supported = false
+			return nil
+		}
+		if err := c.Create([]byte("new"), []byte("n")); err != nil {
+			return err
+		}
+		checkGet(t, tx, "new", ptr("n"))
+		return tx.Put([]byte("present"), []byte("old"))
+	})
+	if !supported {
+		t.Skip("the store's transactions do not implement kv.Creator")
+	}
+	for _, readAfter := range []bool{false, true} {
+		err := s.Update(ctx, func(tx kv.Tx) error {
+			if err := tx.Put([]byte("other"), []byte("o")); err != nil {
+				return err
+			}
+			if err := tx.(kv.Creator).Create([]byte("present"), []byte("x")); err != nil {
+				return err
+			}
+			if readAfter {
+				_, err := tx.Get([]byte("new"))
+				return err
+			}
+			return nil
+		})
+		if !errors.Is(err, kv.ErrExists) {
+			t.Errorf("readAfter=%v: Update creating a present key = %v, want kv.ErrExists", readAfter, err)
+		}
+	}
+	checkPairs(t, "after the failed creates", dump(t, s), []pair{{"new", "n"}, {"present", "old"}})
 }
 
 // testViewSeesReturnedUpdates checks, while other goroutines run Views

@@ -25,6 +25,7 @@ const (
 	sqlstateIndexCorrupted       = "XX002" // index_corrupted
 	sqlstateReadOnly             = "25006" // read_only_sql_transaction
 	sqlstateLimitExceeded        = "54000" // program_limit_exceeded: an index row (a key) too large
+	sqlstateUniqueViolation      = "23505" // unique_violation: a Create of a present key
 	sqlstateAdminShutdown        = "57P01" // admin_shutdown: the server is stopping
 	sqlstateCrashShutdown        = "57P02" // crash_shutdown
 	sqlstateCannotConnectNow     = "57P03" // cannot_connect_now: starting up, or a standby promoting
@@ -43,6 +44,8 @@ func sentinelFor(code string) error {
 		return kv.ErrReadOnly
 	case sqlstateLimitExceeded:
 		return kv.ErrTooLarge
+	case sqlstateUniqueViolation:
+		return kv.ErrExists
 	case sqlstateAdminShutdown, sqlstateCrashShutdown, sqlstateCannotConnectNow:
 		return kv.ErrUnavailable
 	}

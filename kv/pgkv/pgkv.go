@@ -406,6 +406,7 @@ type statements struct {
 	getMany              string // key = ANY($1): GetBatch
 	put                  string
 	insert               string
+	create               string // INSERT that fails on a present key: Create
 	del                  string
 	delFrom, delRange    string
 	scanFrom, scanRange  string // forward, first page: key >= $1
@@ -423,6 +424,7 @@ func newStatements(schema string) statements {
 		getMany:   sel + "key = ANY($1)",
 		put:       "INSERT INTO " + t + " (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
 		insert:    "INSERT INTO " + t + " (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING true",
+		create:    "INSERT INTO " + t + " (key, value) VALUES ($1, $2)",
 		del:       "DELETE FROM " + t + " WHERE key = $1",
 		delFrom:   "DELETE FROM " + t + " WHERE key >= $1",
 		delRange:  "DELETE FROM " + t + " WHERE key >= $1 AND key < $2",

@@ -369,12 +369,15 @@ func (t *txn) queueWrite(q string, size int, args ...any) error {
 
 // Put implements kv.Tx. The write is sent with the transaction's next read or
 // its commit, so an error it meets is reported there.
-func (t *txn) Put(key, value []byte) error {
+func (t *txn) Put(key, value []byte) error { return t.queuePair(t.sql.put, key, value) }
+
+// queuePair buffers the write statement q of key and value (Put, Create).
+func (t *txn) queuePair(q string, key, value []byte) error {
 	k, v := copyPair(key, value)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.forget(k)
-	return t.queueWrite(t.sql.put, len(k)+len(v), k, v)
+	return t.queueWrite(q, len(k)+len(v), k, v)
 }
 
 // copyPair copies a key and a value into one allocation: pgx encodes the
@@ -408,6 +411,15 @@ func (t *txn) Insert(key, value []byte) (bool, error) {
 	})
 	return inserted, err
 }
+
+var _ kv.Creator = (*txn)(nil)
+
+// Create implements kv.Creator with a plain INSERT, sent later like Put:
+// the primary key's unique check fails it (SQLSTATE 23505, kv.ErrExists) if
+// the key is present, and PostgreSQL then aborts the transaction. The check
+// takes no predicate lock, as Insert's does not; a concurrent create of the
+// same key waits for this transaction, then fails.
+func (t *txn) Create(key, value []byte) error { return t.queuePair(t.sql.create, key, value) }
 
 // Delete implements kv.Tx; like Put, it is sent later.
 func (t *txn) Delete(key []byte) error {
