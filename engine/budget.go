@@ -187,8 +187,10 @@ func (e *Engine) throughputOf(ctx context.Context, dbID, collID string) (string,
 	}
 	key := scopeKey(dbID, collID)
 	shared := !e.guard.exclusive
-	if v, ok := e.governs.get(key); ok && shared {
-		return v.owner, v.tp, nil
+	if shared {
+		if v, ok := e.governs.get(key); ok {
+			return v.owner, v.tp, nil
+		}
 	}
 	read := governed{gen: e.governs.gen.Load(), read: time.Now()}
 	var owner string

@@ -814,8 +814,8 @@ func parseDocBody(body []byte) (*jsonv.Object, error) {
 // writeDocument runs one document write in a transaction at one instant and
 // shapes its result; create, upsert, replace and patch differ only in op.
 // reads says whether op reads the document at ref first, so that stores that
-// read ahead read it with the container's records; a create does not, since
-// on such a store it claims its key without reading it (claimDocKey).
+// read ahead read it with the container's records; a create does not: on
+// such a store it writes its key unchecked, or claims it (createTx).
 func (e *Engine) writeDocument(ctx context.Context, ref DocRef, reads bool, op func(tx kv.Tx, s *scope) (*docRecord, bool, error)) (WriteResult, error) {
 	if err := e.admitGrowth(ctx); err != nil {
 		return WriteResult{}, err

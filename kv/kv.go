@@ -206,7 +206,7 @@ type Prefetcher interface {
 	// Prefetch reads keys in the transaction's snapshot and keeps their
 	// values (or their absence) for the transaction's later Gets of them,
 	// which then return what they would have read. A key the transaction
-	// writes afterwards (Put, Delete, DeleteRange, an Insert) is no longer
+	// writes afterwards (Put, Delete, DeleteRange, Insert, Create) is no longer
 	// kept: its next Get reads it again.
 	Prefetch(keys [][]byte) error
 }

@@ -1328,7 +1328,7 @@ func testPrefetch(t *testing.T, s kv.Store) {
 		return nil
 	})
 	update(t, s, func(tx kv.Tx) error {
-		if err := kv.Prefetch(tx, keys("a", "b", "c", "c2", "new", "claimed")); err != nil {
+		if err := kv.Prefetch(tx, keys("a", "b", "c", "c2", "new", "claimed", "made")); err != nil {
 			return err
 		}
 		checkGet(t, tx, "a", ptr("changed"))
@@ -1351,12 +1351,19 @@ func testPrefetch(t *testing.T, s kv.Store) {
 		} else if err := tx.Put([]byte("claimed"), []byte("i")); err != nil {
 			return err
 		}
-		for k, want := range map[string]*string{"a": ptr("mine"), "b": nil, "new": ptr("n"), "c": nil, "c2": ptr("4"), "claimed": ptr("i")} {
+		if c, ok := tx.(kv.Creator); ok {
+			if err := c.Create([]byte("made"), []byte("m")); err != nil {
+				return err
+			}
+		} else if err := tx.Put([]byte("made"), []byte("m")); err != nil {
+			return err
+		}
+		for k, want := range map[string]*string{"a": ptr("mine"), "b": nil, "new": ptr("n"), "c": nil, "c2": ptr("4"), "claimed": ptr("i"), "made": ptr("m")} {
 			checkGet(t, tx, k, want)
 		}
 		return nil
 	})
-	checkPairs(t, "after the update", dump(t, s), []pair{{"a", "mine"}, {"c2", "4"}, {"claimed", "i"}, {"new", "n"}})
+	checkPairs(t, "after the update", dump(t, s), []pair{{"a", "mine"}, {"c2", "4"}, {"claimed", "i"}, {"made", "m"}, {"new", "n"}})
 }
 
 // testCount checks kv.Count, natively (kv.Counter) and by scanning: bounds,
