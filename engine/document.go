@@ -894,7 +894,7 @@ func (e *Engine) ReplaceDocument(ctx context.Context, ref DocRef, body []byte, c
 func (e *Engine) ReadDocument(ctx context.Context, ref DocRef, cond Conditions) (Resource, error) {
 	defer e.begin()()
 	var res Resource
-	err := e.viewOf(ctx, ref.DB, ref.Coll, &ref, func(r kv.Reader, s *scope) error {
+	read := func(r kv.Reader, s *scope) error {
 		suffix, err := s.refSuffix(ref)
 		if err != nil {
 			return err
@@ -908,7 +908,11 @@ func (e *Engine) ReadDocument(ctx context.Context, ref DocRef, cond Conditions) 
 			return &lethe.Error{Code: lethe.CodeNotModified, Message: "Not modified."}
 		}
 		return nil
-	})
+	}
+	if done, err := e.viewFetched(ctx, ref.DB, ref.Coll, ref, read); done {
+		return res, err
+	}
+	err := e.viewOf(ctx, ref.DB, ref.Coll, &ref, read)
 	return res, err
 }
 

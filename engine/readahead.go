@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"sync"
 
 	"github.com/lethe-db/lethe/kv"
@@ -65,6 +67,17 @@ func (e *Engine) readAhead(r kv.Reader, dbID, collID string, doc *DocRef) error 
 	if _, ok := r.(kv.Prefetcher); !ok {
 		return nil
 	}
+	keys := e.aheadKeys(dbID, collID, doc)
+	if keys == nil {
+		return nil
+	}
+	return kv.Prefetch(r, keys)
+}
+
+// aheadKeys returns the keys of the records of container collID of dbID and
+// of the document at doc (nil: none), as the container had them when last
+// seen; nil when it was not seen.
+func (e *Engine) aheadKeys(dbID, collID string, doc *DocRef) [][]byte {
 	h := e.hints.get(dbID, collID)
 	if h == nil {
 		return nil
@@ -75,5 +88,79 @@ func (e *Engine) readAhead(r kv.Reader, dbID, collID string, doc *DocRef) error 
 			keys = append(keys, docKey(h.l.rid, primarySuffix(pk, doc.ID)))
 		}
 	}
-	return kv.Prefetch(r, keys)
+	return keys
 }
+
+// viewFetched runs fn, a read of the document at doc, over the container's
+// records and that document read in one statement, when the store can
+// (kv.KeyViewer: one round trip, where a transaction costs two) and the
+// container was seen before. It reports whether fn ran to the end: not when
+// fn, or the scope, needed a key that was not read (the guess was wrong:
+// the container was created again elsewhere), and the caller then runs its
+// ordinary view. What fn sees is one snapshot, as in a View.
+func (e *Engine) viewFetched(ctx context.Context, dbID, collID string, doc DocRef, fn func(r kv.Reader, s *scope) error) (bool, error) {
+	kvr, ok := e.guard.Store.(kv.KeyViewer)
+	if !ok {
+		return false, nil
+	}
+	keys := e.aheadKeys(dbID, collID, &doc)
+	if len(keys) < 3 {
+		return false, nil
+	}
+	if err := e.lease.check(); err != nil {
+		return true, err
+	}
+	now, err := e.now(ctx)
+	if err != nil {
+		return true, err
+	}
+	vals, err := kvr.ViewKeys(ctx, keys)
+	if err != nil {
+		return true, err
+	}
+	r := fetchedKeys{}
+	for i, k := range keys {
+		r[string(k)] = vals[i]
+	}
+	s, err := e.scopeOf(r, dbID, collID, nil, now)
+	if err == nil {
+		err = fn(r, s)
+	}
+	if errors.Is(err, errNotFetched) {
+		return false, nil
+	}
+	return true, err
+}
+
+// errNotFetched is what fetchedKeys answers for a key it was not given.
+var errNotFetched = errors.New("engine: the key was not read ahead")
+
+// fetchedKeys is a kv.Reader of the values of a few keys read in one snapshot
+// (nil: absent); any other key, or a scan, is errNotFetched.
+type fetchedKeys map[string][]byte
+
+// Get implements kv.Reader.
+func (f fetchedKeys) Get(key []byte) ([]byte, error) {
+	v, ok := f[string(key)]
+	switch {
+	case !ok:
+		return nil, errNotFetched
+	case v == nil:
+		return nil, kv.ErrNotFound
+	}
+	return v, nil
+}
+
+// Scan implements kv.Reader.
+func (f fetchedKeys) Scan(start, end []byte, reverse bool) kv.Iterator {
+	return failedIterator{errNotFetched}
+}
+
+// failedIterator is an iterator that met err before its first entry.
+type failedIterator struct{ err error }
+
+func (it failedIterator) Next() bool    { return false }
+func (it failedIterator) Key() []byte   { return nil }
+func (it failedIterator) Value() []byte { return nil }
+func (it failedIterator) Err() error    { return it.err }
+func (it failedIterator) Close() error  { return it.err }

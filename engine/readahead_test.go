@@ -23,8 +23,10 @@ func roundTrips(t *testing.T, te *testEngine, what string, fn func() error) int6
 // its container has been seen: the database and container records and the
 // document in one round trip with the BEGIN, then the request's own, then
 // the COMMIT (with the writes; a create's check that its key is free
-// too); and no transaction at all to admit it. Reading the records one
-// after the other costs two more each, checking a create's key first one.
+// too); a point read all three in one statement and no transaction; and no
+// transaction at all to admit a request. Reading the records one after the
+// other costs two more each, checking a create's key first one, a read's
+// transaction one.
 func TestReadAheadRoundTrips(t *testing.T) {
 	te := newPostgresEngine(t)
 	te.mustDB("db")
@@ -44,7 +46,13 @@ func TestReadAheadRoundTrips(t *testing.T) {
 		fn   func() error
 	}{
 		{"admission", 0, func() error { _, err := te.Admit(ctx, "db", "c"); return err }},
-		{"read", 2, func() error { return te.read("c", "d3") }},
+		{"read", 1, func() error { return te.read("c", "d3") }},
+		{"read of an absent document", 1, func() error {
+			if err := te.read("c", "absent"); codeOf(err) != "NotFound" {
+				return fmt.Errorf("read of an absent document: %v, want NotFound", err)
+			}
+			return nil
+		}},
 		{"replace", 2, func() error {
 			_, err := te.ReplaceDocument(ctx, ref("c", "d4", "p"), body("d4", 40), Conditions{})
 			return err
@@ -202,6 +210,9 @@ func TestUncheckedCreateFallsBack(t *testing.T) {
 		t.Fatalf("after the refused create: %v, %v", res.Body, err)
 	}
 	te.clock.Advance(10 * time.Second)
+	if err := te.read("c", "x"); codeOf(err) != "NotFound" {
+		t.Fatalf("read at the expiry instant: %v, want NotFound", err)
+	}
 	if err := te.create("c", `{"id":"x","pk":"p","v":3}`); err != nil {
 		t.Fatalf("create over an expired document: %v", err)
 	}

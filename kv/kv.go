@@ -211,6 +211,19 @@ type Prefetcher interface {
 	Prefetch(keys [][]byte) error
 }
 
+// KeyViewer is implemented by stores that read a few keys in one snapshot
+// for less than a View costs: a network database reads them in one
+// statement, without a transaction around it (one round trip, where a View
+// that reads them costs two: the read with its BEGIN, then the COMMIT).
+// Callers use it through a type assertion on [Store].
+type KeyViewer interface {
+	// ViewKeys returns the values stored at keys, in the order of keys,
+	// with nil for an absent key (a present empty value is an empty,
+	// non-nil slice), all read in one snapshot, as GetBatch in a View
+	// reads them. The values are copies the caller owns.
+	ViewKeys(ctx context.Context, keys [][]byte) ([][]byte, error)
+}
+
 // Prefetch reads keys ahead in r when r is a [Prefetcher], and does nothing
 // otherwise. See Prefetcher.Prefetch.
 func Prefetch(r Reader, keys [][]byte) error {

@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore func(t *testing.T) kv.Store) {
 		{"Create", testCreate},
 		{"GetBatch", testGetBatch},
 		{"Prefetch", testPrefetch},
+		{"ViewKeys", testViewKeys},
 		{"Count", testCount},
 	}
 	for _, tc := range tests {
@@ -1364,6 +1365,39 @@ func testPrefetch(t *testing.T, s kv.Store) {
 		return nil
 	})
 	checkPairs(t, "after the update", dump(t, s), []pair{{"a", "mine"}, {"c2", "4"}, {"claimed", "i"}, {"made", "m"}, {"new", "n"}})
+}
+
+// testViewKeys checks kv.KeyViewer, where the store has it: present,
+// empty and absent values, a key asked for twice, the values the caller's,
+// and what Updates returned before it are seen.
+func testViewKeys(t *testing.T, s kv.Store) {
+	kvr, ok := s.(kv.KeyViewer)
+	if !ok {
+		t.Skip("the store does not implement kv.KeyViewer")
+	}
+	putAll(t, s, pair{"a", "1"}, pair{"b", ""}, pair{"c", "3"})
+	ctx := context.Background()
+	keys := [][]byte{[]byte("c"), []byte("missing"), []byte("a"), []byte("b"), []byte("a")}
+	vals, err := kvr.ViewKeys(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]string, len(vals))
+	for i, v := range vals {
+		got[i] = string(v)
+		if v == nil {
+			got[i] = "<absent>"
+		}
+	}
+	if want := []string{"3", "<absent>", "1", "", "1"}; !slices.Equal(got, want) {
+		t.Fatalf("ViewKeys = %q, want %q", got, want)
+	}
+	vals[0][0] = 'x' // the caller's to change
+	update(t, s, func(tx kv.Tx) error { return tx.Put([]byte("missing"), []byte("now")) })
+	again, err := kvr.ViewKeys(ctx, keys[:2])
+	if err != nil || len(again) != 2 || string(again[0]) != "3" || string(again[1]) != "now" {
+		t.Fatalf("ViewKeys after an update = %q, %v; want [\"3\" \"now\"]", again, err)
+	}
 }
 
 // testCount checks kv.Count, natively (kv.Counter) and by scanning: bounds,

@@ -172,9 +172,10 @@ type Stats struct {
 	// or a deadlock with a concurrent one; Reconnects those run again after
 	// losing their connection before committing.
 	Retries, Reconnects int64
-	// RoundTrips counts the times a transaction sent statements and waited
-	// for their results: what a request costs in network latency and in
-	// the database's per-message work, whatever the statements.
+	// RoundTrips counts the times the store sent statements and waited for
+	// their results (in a transaction, or one statement of ViewKeys): what
+	// a request costs in network latency and in the database's per-message
+	// work, whatever the statements.
 	RoundTrips int64
 }
 
@@ -258,11 +259,31 @@ func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 // ends the transaction and propagates. The [kv.Reader] may be used from
 // several goroutines, one call at a time, but not after fn returns.
 func (s *Store) View(ctx context.Context, fn func(kv.Reader) error) error {
+	return s.view(ctx, modeView, fn)
+}
+
+var _ kv.KeyViewer = (*Store)(nil)
+
+// ViewKeys implements [kv.KeyViewer]: the keys are read in one statement
+// outside a transaction block, which PostgreSQL reads in one snapshot.
+func (s *Store) ViewKeys(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	var vals [][]byte
+	err := s.view(ctx, modeStatement, func(r kv.Reader) error {
+		var err error
+		vals, err = r.(reader).t.GetBatch(keys)
+		return err
+	})
+	return vals, err
+}
+
+// view runs fn in a transaction of mode (modeView; modeStatement, when fn
+// runs a single statement), again on a new connection if it lost its own.
+func (s *Store) view(ctx context.Context, mode txMode, fn func(kv.Reader) error) error {
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		retry, err := s.viewOnce(ctx, fn)
+		retry, err := s.viewOnce(ctx, mode, fn)
 		if !retry || !s.reconnectPause(ctx, attempt) {
 			return err
 		}
@@ -272,12 +293,12 @@ func (s *Store) View(ctx context.Context, fn func(kv.Reader) error) error {
 
 // viewOnce runs one attempt of a View and reports whether it lost its
 // connection, so that it may run again on another.
-func (s *Store) viewOnce(ctx context.Context, fn func(kv.Reader) error) (retry bool, err error) {
+func (s *Store) viewOnce(ctx context.Context, mode txMode, fn func(kv.Reader) error) (retry bool, err error) {
 	conn, err := s.acquire(ctx)
 	if err != nil {
 		return errors.Is(err, kv.ErrUnavailable), err
 	}
-	t := newTxn(ctx, s, conn, modeView)
+	t := newTxn(ctx, s, conn, mode)
 	defer t.end() // also on a panic in fn
 	if err := fn(reader{t}); err != nil {
 		return t.lostBeforeCommit(), err

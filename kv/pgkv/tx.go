@@ -22,6 +22,9 @@ const (
 	modeView txMode = iota
 	modeUpdate
 	modeUpdateNoSync
+	// modeStatement runs one statement on its own, outside a transaction
+	// block: PostgreSQL reads it in one snapshot (ViewKeys).
+	modeStatement
 )
 
 // beginSQL holds the statements that open a transaction of each mode. They
@@ -30,6 +33,7 @@ var beginSQL = [...][]string{
 	modeView:         {"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"},
 	modeUpdate:       {"BEGIN ISOLATION LEVEL SERIALIZABLE"},
 	modeUpdateNoSync: {"BEGIN ISOLATION LEVEL SERIALIZABLE", "SET LOCAL synchronous_commit = off"},
+	modeStatement:    nil,
 }
 
 // Limits on the writes a transaction buffers before it sends them without
@@ -485,7 +489,7 @@ func (t *txn) commit() error {
 	if t.mu.err != nil {
 		return t.mu.err
 	}
-	if !t.mu.begun && t.mu.writes == 0 {
+	if (!t.mu.begun && t.mu.writes == 0) || t.mode == modeStatement {
 		return nil
 	}
 	t.mu.committing = t.mode != modeView
