@@ -12,6 +12,15 @@ import (
 // readings it runs this process's monotonic clock from the last one.
 const clockRefresh = time.Second
 
+// clockStale is how old a reading may be before Now waits for a new one.
+// Between clockRefresh and clockStale, Now answers from the reading it has
+// and a new one is taken in the background: no caller waits for the
+// database's clock, and none needs a second connection for it while it
+// holds one in a transaction (with every connection of the pool held so,
+// that would wait for ever). The local monotonic clock drifts from the
+// database's by microseconds over clockStale.
+const clockStale = 5 * time.Second
+
 // clock is the store's hybrid of the database's clock and the local
 // monotonic one.
 type clock struct {
@@ -22,24 +31,42 @@ type clock struct {
 	// bound is how far the last reading may be from the database's clock:
 	// half its round trip, plus the microsecond the database rounds to.
 	bound time.Duration
+	// refreshing is set while a background reading runs (refreshClock).
+	refreshing bool
+}
+
+// clockReading is one reading of the database's clock: db at local, give
+// or take bound.
+type clockReading struct {
+	db, local time.Time
+	bound     time.Duration
 }
 
 var _ kv.Clock = (*Store)(nil)
 
-// Now implements [kv.Clock]: PostgreSQL's clock_timestamp(), read at most
+// Now implements [kv.Clock]: PostgreSQL's clock_timestamp(), read about
 // once a second and run forward in between on this process's monotonic
-// clock, so that it costs a round trip a second rather than one a request.
-// Its error against the database's clock is the drift of the local clock
-// over a second plus half the shortest of a few round trips (and the
+// clock, so that it costs a round trip a second rather than one a request,
+// and that round trip is taken in the background (clockStale). Its error
+// against the database's clock is the drift of the local clock since the
+// last reading plus half the shortest of a few round trips (and the
 // microsecond the database rounds to); it never goes back.
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	c := &s.clock
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.local.IsZero() || time.Since(c.local) >= clockRefresh {
-		if err := s.readClock(ctx); err != nil {
+	age := time.Since(c.local)
+	switch {
+	case c.local.IsZero() || age >= clockStale:
+		r, err := s.readClock(ctx)
+		if err != nil {
 			return time.Time{}, err
 		}
+		c.install(r)
+	case age >= clockRefresh && !c.refreshing && !s.closed.Load():
+		c.refreshing = true
+		s.background.Add(1)
+		go s.refreshClock()
 	}
 	now := c.db.Add(time.Since(c.local))
 	if now.Before(c.returned) {
@@ -47,6 +74,28 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	}
 	c.returned = now
 	return now, nil
+}
+
+// install makes r the clock's reading. c.mu is held.
+func (c *clock) install(r clockReading) {
+	c.db, c.local, c.bound = r.db, r.local, r.bound
+}
+
+// refreshClock takes a new reading for Now, which goes on answering from
+// the last one meanwhile; a failed reading leaves it, and the next Now past
+// clockRefresh tries again. The store owns it: Close waits for it.
+func (s *Store) refreshClock() {
+	defer s.background.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), clockStale)
+	defer cancel()
+	r, err := s.readClock(ctx)
+	c := &s.clock
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refreshing = false
+	if err == nil && r.local.After(c.local) {
+		c.install(r)
+	}
 }
 
 // clockSamples is how many readings readClock takes on one connection,
@@ -59,29 +108,30 @@ const clockSamples = 3
 // error), and of clockSamples readings the one with the shortest round trip
 // is kept: on a busy machine one reading may wait a millisecond or more for
 // the database's process to be scheduled, which put the hybrid clock that
-// far ahead of the database's. s.clock.mu is held.
-func (s *Store) readClock(ctx context.Context) error {
+// far ahead of the database's.
+func (s *Store) readClock(ctx context.Context) (clockReading, error) {
 	if s.closed.Load() {
-		return kv.ErrClosed
+		return clockReading{}, kv.ErrClosed
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return mapError(ctx, "read the database clock", err)
+		if s.closed.Load() {
+			return clockReading{}, kv.ErrClosed
+		}
+		return clockReading{}, mapError(ctx, "read the database clock", err)
 	}
 	defer conn.Release()
-	best := time.Duration(-1)
-	for range clockSamples {
+	var best clockReading
+	for i := range clockSamples {
 		before := time.Now()
 		var db time.Time
 		if err := conn.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&db); err != nil {
-			return mapError(ctx, "read the database clock", err)
+			return clockReading{}, mapError(ctx, "read the database clock", err)
 		}
 		rtt := time.Since(before)
-		if best < 0 || rtt < best {
-			best = rtt
-			s.clock.db, s.clock.local = db, before.Add(rtt/2)
-			s.clock.bound = rtt/2 + time.Microsecond
+		if i == 0 || rtt/2+time.Microsecond < best.bound {
+			best = clockReading{db: db, local: before.Add(rtt / 2), bound: rtt/2 + time.Microsecond}
 		}
 	}
-	return nil
+	return best, nil
 }

@@ -74,6 +74,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -160,6 +161,9 @@ type Store struct {
 	firstPage int // rows in the first page of a scan
 	closed    atomic.Bool
 	clock     clock // the database's time (clock.go)
+	// background counts the store's goroutines (a clock reading), which
+	// Close waits for.
+	background sync.WaitGroup
 	// retries and reconnects count transactions run again after a conflict
 	// and after a lost connection, roundTrips the batches of statements sent
 	// (Stats).
@@ -232,10 +236,16 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 // flight to finish. Every method of a closed store returns [kv.ErrClosed];
 // Close itself is safe to call more than once.
 func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+	// Closed under the clock's lock, under which Now checks it before it
+	// starts a background reading: none starts once Close waits for them.
+	s.clock.mu.Lock()
+	already := s.closed.Swap(true)
+	s.clock.mu.Unlock()
+	if already {
 		return nil
 	}
 	s.pool.Close()
+	s.background.Wait()
 	return nil
 }
 

@@ -835,6 +835,73 @@ func TestNow(t *testing.T) {
 	}
 }
 
+// TestNowInsideATransaction: Now, called by a transaction that holds the
+// pool's only connection once the clock's reading is due again, answers
+// from the reading it has instead of waiting for a connection to read the
+// database's clock (which would wait for ever), and the new reading is
+// taken once a connection is free; the time never goes back meanwhile.
+func TestNowInsideATransaction(t *testing.T) {
+	s := openSchema(t, pgtest.Schema(t), Options{MaxConns: 1})
+	ctx := context.Background()
+	first, err := s.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	age := func(d time.Duration) time.Time { // make the reading d older, the time unchanged
+		s.clock.mu.Lock()
+		defer s.clock.mu.Unlock()
+		s.clock.db, s.clock.local = s.clock.db.Add(-d), s.clock.local.Add(-d)
+		return s.clock.local
+	}
+	aged := age(2 * clockRefresh)
+	var inside time.Time
+	err = s.View(ctx, func(r kv.Reader) error {
+		if _, err := r.Get([]byte("k")); !errors.Is(err, kv.ErrNotFound) { // takes the connection
+			return err
+		}
+		answered := make(chan error, 1)
+		go func() {
+			var err error
+			inside, err = s.Now(ctx)
+			answered <- err
+		}()
+		select {
+		case err := <-answered:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("Now waited for a connection held by the transaction that called it")
+			return nil
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inside.Before(first) {
+		t.Fatalf("Now went back from %v to %v", first, inside)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s.clock.mu.Lock()
+		local, refreshing := s.clock.local, s.clock.refreshing
+		s.clock.mu.Unlock()
+		if local.After(aged) && !refreshing {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no new reading of the database's clock once the connection was free")
+		}
+	}
+	if later, err := s.Now(ctx); err != nil || later.Before(inside) {
+		t.Fatalf("Now after the new reading: %v (%v), before %v", later, err, inside)
+	}
+	age(2 * clockStale) // past clockStale, Now waits for a reading: a free connection
+	if _, err := s.Now(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s.clock.local.Before(time.Now().Add(-clockRefresh)) {
+		t.Fatalf("Now past clockStale did not take a reading: it is from %v", s.clock.local)
+	}
+}
+
 // TestInsertClaimsOnce: transactions racing to insert the same absent key,
 // each committing what its last attempt saw, leave exactly one winner, whose
 // value is stored; the losers saw the key present (or conflicted and ran
