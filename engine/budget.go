@@ -133,8 +133,7 @@ func governing(db *dbRecord, c *collRecord, enforceDefault bool) (string, *Throu
 // (gatewayShare). The request itself still reads the records in its own
 // transaction, so what it does and what it is charged are never stale.
 type governedBy struct {
-	mu sync.Mutex
-	m  map[string]governed // by scopeKey
+	*recent[governed] // by scopeKey
 	// gen counts this engine's committed changes to records.
 	gen atomic.Uint64
 }
@@ -151,27 +150,12 @@ type governed struct {
 // throughput it read (governedBy).
 const admissionStaleness = time.Second
 
-// maxGoverned bounds governedBy; past it it starts over.
-const maxGoverned = 4096
+func newGovernedBy() *governedBy { return &governedBy{recent: newRecent[governed]()} }
 
-func newGovernedBy() *governedBy { return &governedBy{m: map[string]governed{}} }
-
-// get returns the container's entry if it may still serve.
-func (g *governedBy) get(key string) (governed, bool) {
-	g.mu.Lock()
-	v, ok := g.m[key]
-	g.mu.Unlock()
+// current returns the container's entry if it may still serve.
+func (g *governedBy) current(key string) (governed, bool) {
+	v, ok := g.get(key)
 	return v, ok && v.gen == g.gen.Load() && time.Since(v.read) < admissionStaleness
-}
-
-// put records what a read that began at generation gen found.
-func (g *governedBy) put(key string, v governed) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if len(g.m) >= maxGoverned {
-		clear(g.m)
-	}
-	g.m[key] = v
 }
 
 // recordsChanged tells the engine's caches of records read from a shared
@@ -188,7 +172,7 @@ func (e *Engine) throughputOf(ctx context.Context, dbID, collID string) (string,
 	key := scopeKey(dbID, collID)
 	shared := !e.guard.exclusive
 	if shared {
-		if v, ok := e.governs.get(key); ok {
+		if v, ok := e.governs.current(key); ok {
 			return v.owner, v.tp, nil
 		}
 	}

@@ -98,15 +98,18 @@ func (e *Engine) scope(r kv.Reader, dbID, collID string, now int64) (*scope, err
 // none, or not first), which stores that read ahead read with the
 // container's records (readAhead).
 func (e *Engine) scopeOf(r kv.Reader, dbID, collID string, doc *DocRef, now int64) (*scope, error) {
-	if err := e.readAhead(r, dbID, collID, doc); err != nil {
-		return nil, err
+	p, prefetches := r.(kv.Prefetcher)
+	if prefetches {
+		if err := e.readAhead(p, dbID, collID, doc); err != nil {
+			return nil, err
+		}
 	}
 	db, c, l, err := getContainerLayout(r, dbID, collID)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := r.(kv.Prefetcher); ok {
-		e.hints.saw(dbID, collID, db, c, l)
+	if prefetches {
+		e.sawRecords(dbID, collID, db, c, l)
 	}
 	return &scope{db: db, c: c, l: l, rid: l.rid, pol: c.policy(), now: now}, nil
 }

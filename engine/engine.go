@@ -152,7 +152,7 @@ type Engine struct {
 	guard *metaGuard
 	// hints are the records last seen of each container, on stores that
 	// read ahead (readahead.go).
-	hints *scopeHints
+	hints *recent[hint]
 	log   *slog.Logger
 
 	closeOnce sync.Once
@@ -221,7 +221,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	opts.EnsureDefaults()
 	guard := acquireGuard(opts.Store)
-	e := &Engine{opts: opts, store: guard, guard: guard, hints: newScopeHints(), log: opts.Logger, budgets: newBudgets(), governs: newGovernedBy(), clockError: clockError}
+	e := &Engine{opts: opts, store: guard, guard: guard, hints: newRecent[hint](), log: opts.Logger, budgets: newBudgets(), governs: newGovernedBy(), clockError: clockError}
 	e.storage.spaceLow, e.storage.max = opts.SpaceLow, opts.MaxStorage
 	l, err := e.takeLease(ctx)
 	if err != nil {

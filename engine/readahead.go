@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/lethe-db/lethe/kv"
 )
@@ -21,65 +20,44 @@ import (
 // snapshot: the records are checked as they always are, never trusted
 // from the hint.
 
-// scopeHints are the records each container had when a transaction last
-// read them on a store that is not exclusive, where nothing else can be
-// remembered of them (metaGuard): only to know which keys to read ahead.
-type scopeHints struct {
-	mu sync.RWMutex
-	m  map[string]*cachedScope // by scopeKey; gen unused
+// hint is what the engine last read of a container's records from a store
+// that is not exclusive, where nothing else can be remembered of them
+// (metaGuard): only to know which keys to read ahead.
+type hint struct {
+	db *dbRecord
+	c  *collRecord
+	l  *layout
 }
 
-// maxScopeHints bounds the hints; past it they start over.
-const maxScopeHints = 4096
-
-func newScopeHints() *scopeHints { return &scopeHints{m: map[string]*cachedScope{}} }
-
-// get returns the container's hint, or nil.
-func (h *scopeHints) get(dbID, collID string) *cachedScope {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return h.m[scopeKey(dbID, collID)]
-}
-
-// saw records the records a transaction read. They come from the decode
-// cache, so records that did not change are the same pointers.
-func (h *scopeHints) saw(dbID, collID string, db *dbRecord, c *collRecord, l *layout) {
+// sawRecords records, as the container's hint, the records a transaction
+// read. They come from the decode cache, so records that did not change are
+// the same pointers, and the hint is not written again.
+func (e *Engine) sawRecords(dbID, collID string, db *dbRecord, c *collRecord, l *layout) {
 	key := scopeKey(dbID, collID)
-	h.mu.RLock()
-	old := h.m[key]
-	h.mu.RUnlock()
-	if old != nil && old.db == db && old.c == c {
+	if old, ok := e.hints.get(key); ok && old.db == db && old.c == c {
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.m) >= maxScopeHints {
-		clear(h.m)
-	}
-	h.m[key] = &cachedScope{db: db, c: c, l: l}
+	e.hints.put(key, hint{db: db, c: c, l: l})
 }
 
-// readAhead reads, in r, the records of container collID of dbID and the
-// document at doc (nil: none) in one round trip, when r reads ahead and the
-// container was seen before. A read-ahead error is the transaction's: the
+// readAhead reads, in p, the records of container collID of dbID and the
+// document at doc (nil: none) in one round trip, when the container was
+// seen before. A read-ahead error is the transaction's: the
 // store reports it again on the next read.
-func (e *Engine) readAhead(r kv.Reader, dbID, collID string, doc *DocRef) error {
-	if _, ok := r.(kv.Prefetcher); !ok {
-		return nil
-	}
+func (e *Engine) readAhead(p kv.Prefetcher, dbID, collID string, doc *DocRef) error {
 	keys := e.aheadKeys(dbID, collID, doc)
 	if keys == nil {
 		return nil
 	}
-	return kv.Prefetch(r, keys)
+	return p.Prefetch(keys)
 }
 
 // aheadKeys returns the keys of the records of container collID of dbID and
 // of the document at doc (nil: none), as the container had them when last
 // seen; nil when it was not seen.
 func (e *Engine) aheadKeys(dbID, collID string, doc *DocRef) [][]byte {
-	h := e.hints.get(dbID, collID)
-	if h == nil {
+	h, ok := e.hints.get(scopeKey(dbID, collID))
+	if !ok {
 		return nil
 	}
 	keys := [][]byte{databaseKey(dbID), containerKey(h.db.rid(), collID)}
