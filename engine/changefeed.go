@@ -21,19 +21,68 @@ import (
 
 // txSecond returns the second a writing transaction that took its instant
 // at now runs at: now, raised to the last second a transaction or an
-// all-versions read used (see allVersionsWatermark). Called inside the
-// transaction, under the store's writer lock (kv.Exclusive), it makes the
-// seconds, and so the order keys, of document transactions grow in commit
-// order; and the transaction decides liveness, stamps _ts and places its
-// changes at that one second, so that a document's expiry (at _ts + ttl)
-// never sorts before the write that set it. The result is never ahead of
-// the clock: every second it returns was a clock reading.
-func (e *Engine) txSecond(now int64) int64 {
+// all-versions read used (see allVersionsWatermark). It makes the seconds,
+// and so the order keys, of document transactions grow in the order they
+// call it, which under a writer lock (kv.Exclusive) is commit order; and the
+// transaction decides liveness, stamps _ts and places its changes at that
+// one second, so that a document's expiry (at _ts + ttl) never sorts before
+// the write that set it. The result is never ahead of the clock: every
+// second it returns was a clock reading.
+//
+// It also puts w under way, on its first call (see feedWrite): a
+// transaction calls it before it gives out any order key, and on every
+// attempt.
+func (e *Engine) txSecond(now int64, w *feedWrite) int64 {
 	e.feedMu.Lock()
 	defer e.feedMu.Unlock()
+	if !w.underWay {
+		w.floor = changefeed.SecondStart(e.feedSecond.Load())
+		if !w.expiries {
+			w.floor.Writer, w.floor.Seq = changefeed.EmbeddedWriter, e.lsn.Load()
+		}
+		w.underWay = true
+		e.underWay = append(e.underWay, w)
+	}
 	now = max(now, e.feedSecond.Load())
 	e.feedSecond.Store(now)
 	return now
+}
+
+// A feedWrite is a writing transaction as the change feed's watermarks see
+// it: from its first txSecond until it has returned, and its keys are in
+// durableFeed if it committed, it is under way, and every order key it
+// gives out lies above its floor. Its seconds are at least the floor's,
+// since feedSecond only grows, and a document write's LSNs are above the
+// last one given out when the floor was taken; a TTL policy change places
+// expiries at its second (expiries), so its floor is that second's start.
+// With writers one at a time a floor is above every key already given out,
+// and the watermarks are the durable one; with several (on a shared store,
+// Options.Writers) a read never serves past a key that a transaction still
+// under way may yet commit below it.
+type feedWrite struct {
+	expiries bool
+	underWay bool
+	floor    changefeed.Key
+}
+
+// endWrite takes w off the transactions under way, once it has returned
+// and recorded its keys (feedDurable). Calling it for a write that never
+// took a second does nothing.
+func (e *Engine) endWrite(w *feedWrite) {
+	if !w.underWay {
+		return
+	}
+	e.feedMu.Lock()
+	defer e.feedMu.Unlock()
+	for i, u := range e.underWay {
+		if u == w {
+			last := len(e.underWay) - 1
+			e.underWay[i], e.underWay[last] = e.underWay[last], nil
+			e.underWay = e.underWay[:last]
+			break
+		}
+	}
+	w.underWay = false
 }
 
 // raiseSecond makes later transactions run at second s or after (see
@@ -68,15 +117,16 @@ func (e *Engine) feedKey(s *scope, lsn uint64) changefeed.Key {
 // no writing transaction is under way, it is the start of now's second,
 // which the read reserves (transactions starting later run at it or after,
 // see txSecond), so that no change can still appear below it; otherwise,
-// the durable watermark.
+// the feed's watermark.
 func (e *Engine) allVersionsWatermark(now int64) changefeed.Key {
+	durable := e.durableWatermark() // before the floors: see feedWatermark
 	e.feedMu.Lock()
 	defer e.feedMu.Unlock()
 	if now > e.feedSecond.Load() {
 		e.feedSecond.Store(now)
 	}
-	if e.writing.Load() > 0 {
-		return e.feedWatermark()
+	if len(e.underWay) > 0 {
+		return e.belowUnderWay(durable)
 	}
 	return changefeed.SecondStart(now)
 }
@@ -115,12 +165,36 @@ func (e *Engine) feedDurable(k changefeed.Key) {
 }
 
 // feedWatermark is the highest position a change feed read may serve: the
-// last durable write (before any, the start of time).
+// last durable write (before any, the start of time), but below every
+// transaction under way (see feedWrite). The durable key is read first: a
+// transaction that is not under way when the floors are read either has
+// returned, or takes its floor later, above every key given out so far,
+// the durable one included.
 func (e *Engine) feedWatermark() changefeed.Key {
+	durable := e.durableWatermark()
+	e.feedMu.Lock()
+	defer e.feedMu.Unlock()
+	return e.belowUnderWay(durable)
+}
+
+// durableWatermark is the last durable write's key (before any, the start
+// of time).
+func (e *Engine) durableWatermark() changefeed.Key {
 	if d := e.durableFeed.Load(); d != nil {
 		return *d
 	}
 	return changefeed.SecondStart(math.MinInt64)
+}
+
+// belowUnderWay lowers w to the floor of every transaction under way.
+// feedMu must be held.
+func (e *Engine) belowUnderWay(w changefeed.Key) changefeed.Key {
+	for _, u := range e.underWay {
+		if u.floor.Compare(w) < 0 {
+			w = u.floor
+		}
+	}
+	return w
 }
 
 // On a store shared by several gateways (docs/postgres.md section 4), a

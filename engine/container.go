@@ -533,10 +533,10 @@ func (e *Engine) ReplaceContainer(ctx context.Context, dbID, collID string, body
 	// A TTL policy change places expiries in the all-versions feed at its
 	// instant: like a document write, it runs at its transaction's second
 	// (txSecond), which no feed read has served yet.
-	e.writing.Add(1)
-	defer e.writing.Add(-1)
+	w := &feedWrite{expiries: true}
+	defer e.endWrite(w)
 	err = e.store.Update(ctx, func(tx kv.Tx) error {
-		now := e.txSecond(clockNow)
+		now := e.txSecond(clockNow, w)
 		db, old, err := getContainer(tx, dbID, collID)
 		if err != nil {
 			return err

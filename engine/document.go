@@ -461,9 +461,10 @@ func (e *Engine) nextSeq(tx kv.Tx, s *scope) (uint64, error) {
 	}
 	e.seqs.mu.Lock()
 	if b := e.seqs.m[s.rid]; b != nil && b.next < b.end {
+		seq := b.next // read under the lock: other writers take the next ones
 		b.next++
 		e.seqs.mu.Unlock()
-		return b.next - 1, nil
+		return seq, nil
 	}
 	e.seqs.mu.Unlock()
 	last, err := lastSeq(tx, s.rid)
@@ -742,10 +743,10 @@ func (e *Engine) updateOnce(ctx context.Context, dbID, collID string, doc *DocRe
 	if err := e.ensureLSNs(ctx); err != nil {
 		return err
 	}
-	e.writing.Add(1)
-	defer e.writing.Add(-1) // after feedDurable: see allVersionsWatermark
+	var w feedWrite
+	defer e.endWrite(&w) // after feedDurable: see feedWrite
 	err = e.store.Update(ctx, func(tx kv.Tx) error {
-		txNow := e.txSecond(now)
+		txNow := e.txSecond(now, &w)
 		s, err := e.scopeOf(tx, dbID, collID, doc, txNow)
 		if err != nil {
 			return err

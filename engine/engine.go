@@ -104,7 +104,20 @@ type Options struct {
 	// minutes count). Zero, the default, keeps no log for them, as Cosmos DB
 	// keeps none without the policy.
 	ChangeFeedRetention time.Duration
+	// Writers is how many writing transactions a gateway on a shared store
+	// (several gateways over one database) runs at once; zero means
+	// DefaultWriters. More let one gateway's writes overlap their round
+	// trips to the database, at the price of conflicts between them (each
+	// runs again). An exclusive store runs its writers one at a time
+	// whatever this says.
+	Writers int
 }
+
+// DefaultWriters is Options.Writers when it is zero: on PostgreSQL on this
+// project's machine, four writers made about two fifths more creates a
+// second than one, with a twentieth of them run again after a conflict
+// (BENCHMARKS.md, thirty-second session).
+const DefaultWriters = 4
 
 // EnsureDefaults fills in the defaults of unset fields.
 func (o *Options) EnsureDefaults() {
@@ -122,6 +135,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.Activity == nil {
 		o.Activity = &activity.Tracker{}
+	}
+	if o.Writers <= 0 {
+		o.Writers = DefaultWriters
 	}
 }
 
@@ -182,11 +198,12 @@ type Engine struct {
 	feedSecond  atomic.Int64
 	durableFeed atomic.Pointer[changefeed.Key]
 	feedCeiling atomic.Int64 // persisted: above every order key given out
-	// feedMu orders transactions' seconds (txSecond) with the all-versions
-	// feed's watermark (allVersionsWatermark); writing counts the writing
-	// transactions under way.
-	feedMu  sync.Mutex
-	writing atomic.Int64
+	// feedMu orders transactions' seconds (txSecond) with the change feed's
+	// watermarks (feedWatermark, allVersionsWatermark); underWay are the
+	// writing transactions that have taken a second and not yet returned,
+	// guarded by it.
+	feedMu   sync.Mutex
+	underWay []*feedWrite
 
 	// clockUnsaved is set while the clock's high-water mark cannot be
 	// persisted because the disk is full, so that it is logged once.
@@ -229,7 +246,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if l != nil {
-		e.lease, e.store = l, leasedStore{Store: guard, l: l, writer: &sync.Mutex{}}
+		e.lease, e.store = l, leasedStore{Store: guard, l: l, writers: make(chan struct{}, opts.Writers)}
 	}
 	switch {
 	case l != nil:

@@ -346,15 +346,15 @@ func (e *Engine) Gateway() Gateway {
 }
 
 // leasedStore is the store as a registered gateway sees it: every
-// transaction is refused once its registration is lost; and writing
-// transactions run one at a time, as the embedded store's writer lock runs
-// them, so that the gateway's own writes never conflict with each other (on
-// its sequence block, and on the index pages of neighbouring keys:
-// docs/postgres.md section 3).
+// transaction is refused once its registration is lost; and at most
+// Options.Writers writing transactions run at once. More would mostly wait
+// on each other: a gateway's writes of one container meet on its sequence
+// block and on the index pages of neighbouring keys (docs/postgres.md
+// section 3), where they conflict and run again.
 type leasedStore struct {
 	kv.Store
-	l      *lease
-	writer *sync.Mutex
+	l       *lease
+	writers chan struct{} // a semaphore: one token per writing transaction
 }
 
 // View implements [kv.Store].
@@ -379,7 +379,11 @@ func (s leasedStore) update(ctx context.Context, fn func(kv.Tx) error, run func(
 	if err := s.l.check(); err != nil {
 		return err
 	}
-	s.writer.Lock()
-	defer s.writer.Unlock()
+	select {
+	case s.writers <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.writers }()
 	return run(ctx, fn)
 }

@@ -194,7 +194,10 @@ type config struct {
 	inMemory    bool
 	// storeURL is --store: "" for the embedded store at dataDir, else a
 	// PostgreSQL connection URL.
-	storeURL   string
+	storeURL string
+	// writers is --writers as given, and parsed by validate.
+	writers    string
+	writersN   int
 	noPurge    bool
 	enforceRU  bool
 	logLevel   string
@@ -239,7 +242,8 @@ func parseServeFlags(args []string, help io.Writer) (*config, error) {
 	fs.StringVar(&c.tlsCert, "tls-cert", env("LETHE_TLS_CERT", ""), "serve https with this certificate file (LETHE_TLS_CERT)")
 	fs.StringVar(&c.tlsKey, "tls-key", env("LETHE_TLS_KEY", ""), "private key file for --tls-cert (LETHE_TLS_KEY)")
 	fs.StringVar(&c.consistency, "consistency", env("LETHE_CONSISTENCY", "Session"), "account default consistency: Strong, BoundedStaleness, Session, ConsistentPrefix or Eventual (LETHE_CONSISTENCY)")
-	fs.StringVar(&c.storeURL, "store", env("LETHE_STORE", ""), "where the data lives: empty for the embedded store in --data-dir; or a PostgreSQL URL, postgres://user:password@host:port/database (one gateway at a time for now; see docs/postgres.md) (LETHE_STORE)")
+	fs.StringVar(&c.storeURL, "store", env("LETHE_STORE", ""), "where the data lives: empty for the embedded store in --data-dir; or a PostgreSQL URL, postgres://user:password@host:port/database, where several gateways may run over one database (docs/postgres.md) (LETHE_STORE)")
+	fs.StringVar(&c.writers, "writers", env("LETHE_WRITERS", strconv.Itoa(engine.DefaultWriters)), "with --store, how many write transactions this gateway runs at once: more overlap their round trips to the database, and conflict with each other more often (each conflict runs a transaction again); its connection pool holds this many connections more than pgx's default, unless the URL sets pool_max_conns (LETHE_WRITERS)")
 	fs.BoolVar(&c.inMemory, "in-memory", envBool("LETHE_IN_MEMORY"), "keep everything in memory and write nothing to disk: a throwaway server for test suites (LETHE_IN_MEMORY)")
 	// Expiry is decided inline on every request, so turning the purger off
 	// changes nothing clients see; tests use it to prove exactly that.
@@ -374,6 +378,11 @@ func (c *config) validate() error {
 		errs = append(errs, fmt.Errorf("--slow-disk-threshold %q is not a positive duration (like 5s)", c.slowDisk))
 	} else {
 		c.slowDiskThreshold = d
+	}
+	if n, err := strconv.Atoi(c.writers); err != nil || n < 1 || n > 64 {
+		errs = append(errs, fmt.Errorf("--writers %q is not a whole number from 1 to 64", c.writers))
+	} else {
+		c.writersN = n
 	}
 	if c.storeURL != "" {
 		if !isPostgresURL(c.storeURL) {
@@ -514,7 +523,8 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		now = nil // the database's time, which every gateway on it shares (engine.Options.Now)
 	}
 	opts := engine.Options{Store: store, Now: now, Logger: log, DisablePurger: c.noPurge, PurgeControl: c.purge, EnforceDefaultThroughput: c.enforceRU, Activity: users,
-		ServeAllCrossPartitionQueries: c.allQueries, MaxStorage: c.maxStorageBytes, ChangeFeedRetention: c.feedRetentionTime}
+		ServeAllCrossPartitionQueries: c.allQueries, MaxStorage: c.maxStorageBytes, ChangeFeedRetention: c.feedRetentionTime,
+		Writers: c.writersN}
 	if embedded != nil {
 		opts.StoreBusy, opts.StoreBacklogged, opts.SpaceLow = embedded.Compacting, embedded.Backlogged, embedded.SpaceLow
 	}
@@ -686,7 +696,13 @@ func dataDirLabel(c *config) string {
 // disk, its compactions); embedded is nil on PostgreSQL.
 func openBackend(ctx context.Context, c *config, log *slog.Logger, users *activity.Tracker, procs *cpuprio.Procs) (store kv.Store, embedded *pebblekv.Store, err error) {
 	if c.storeURL != "" {
-		pg, err := pgkv.Open(ctx, pgkv.Options{DSN: c.storeURL})
+		opts := pgkv.Options{DSN: c.storeURL}
+		if !strings.Contains(c.storeURL, "pool_max_conns=") {
+			// pgx's default pool, for reads and the gateway's own work,
+			// and a connection for each writer besides.
+			opts.MaxConns = max(4, runtime.NumCPU()) + c.writersN
+		}
+		pg, err := pgkv.Open(ctx, opts)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open the PostgreSQL store at %s: %w", redactURL(c.storeURL), err)
 		}
