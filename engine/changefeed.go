@@ -49,16 +49,16 @@ func (e *Engine) txSecond(now int64, w *feedWrite) int64 {
 }
 
 // A feedWrite is a writing transaction as the change feed's watermarks see
-// it: from its first txSecond until it has returned, and its keys are in
-// durableFeed if it committed, it is under way, and every order key it
-// gives out lies above its floor. Its seconds are at least the floor's,
-// since feedSecond only grows, and a document write's LSNs are above the
-// last one given out when the floor was taken; a TTL policy change places
-// expiries at its second (expiries), so its floor is that second's start.
-// With writers one at a time a floor is above every key already given out,
-// and the watermarks are the durable one; with several (on a shared store,
-// Options.Writers) a read never serves past a key that a transaction still
-// under way may yet commit below it.
+// it. It is under way from its first txSecond until endWrite, which runs
+// once it has returned and, if it committed, its keys are in durableFeed;
+// every order key it gives out lies above its floor. Its seconds are at
+// least the floor's, since feedSecond only grows, and a document write's
+// LSNs are above the last one given out when the floor was taken; a TTL
+// policy change places expiries at its second (expiries), so its floor is
+// that second's start. With writers one at a time a floor is above every
+// key already given out, and the watermarks are the durable one; with
+// several (on a shared store, Options.Writers) a read never serves past a
+// key that a transaction still under way may yet commit below it.
 type feedWrite struct {
 	expiries bool
 	underWay bool

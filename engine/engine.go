@@ -23,6 +23,7 @@ import (
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/purgectl"
+	"golang.org/x/sync/semaphore"
 )
 
 // Options configure an Engine. The zero value of each field means its default.
@@ -104,19 +105,19 @@ type Options struct {
 	// minutes count). Zero, the default, keeps no log for them, as Cosmos DB
 	// keeps none without the policy.
 	ChangeFeedRetention time.Duration
-	// Writers is how many writing transactions a gateway on a shared store
-	// (several gateways over one database) runs at once; zero means
-	// DefaultWriters. More let one gateway's writes overlap their round
-	// trips to the database, at the price of conflicts between them (each
-	// runs again). An exclusive store runs its writers one at a time
-	// whatever this says.
+	// Writers is how many writing transactions the gateways over a shared
+	// store run at once between them, split evenly among the live ones (at
+	// least one each); zero means DefaultWriters. More let writes overlap
+	// their round trips to the database, at the price of conflicts between
+	// them (each runs again). An exclusive store runs its writers one at a
+	// time whatever this says.
 	Writers int
 }
 
 // DefaultWriters is Options.Writers when it is zero: on PostgreSQL on this
-// project's machine, four writers made about two fifths more creates a
-// second than one, with a twentieth of them run again after a conflict
-// (BENCHMARKS.md, thirty-second session).
+// project's machine, one gateway with four writers made about half as many
+// creates again as with one, with 2-4% of its writes run again after a
+// conflict (BENCHMARKS.md, thirty-second session).
 const DefaultWriters = 4
 
 // EnsureDefaults fills in the defaults of unset fields.
@@ -246,7 +247,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if l != nil {
-		e.lease, e.store = l, leasedStore{Store: guard, l: l, writers: make(chan struct{}, opts.Writers)}
+		e.lease, e.store = l, leasedStore{Store: guard, l: l, writers: semaphore.NewWeighted(int64(opts.Writers)), limit: int64(opts.Writers)}
 	}
 	switch {
 	case l != nil:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/kv"
+	"golang.org/x/sync/semaphore"
 )
 
 // The gateway registry. On a store shared between processes (not
@@ -346,15 +347,18 @@ func (e *Engine) Gateway() Gateway {
 }
 
 // leasedStore is the store as a registered gateway sees it: every
-// transaction is refused once its registration is lost; and at most
-// Options.Writers writing transactions run at once. More would mostly wait
-// on each other: a gateway's writes of one container meet on its sequence
-// block and on the index pages of neighbouring keys (docs/postgres.md
-// section 3), where they conflict and run again.
+// transaction is refused once its registration is lost; and the gateways
+// over the database run Options.Writers writing transactions at once
+// between them, split evenly among the live ones, at least one each: a
+// transaction weighs as many of the gateway's writers as there are live
+// gateways. The writes of one gateway, and of several, meet on the index
+// pages of neighbouring keys (docs/postgres.md section 3), where more of
+// them at once conflict, and run again, more often.
 type leasedStore struct {
 	kv.Store
 	l       *lease
-	writers chan struct{} // a semaphore: one token per writing transaction
+	writers *semaphore.Weighted
+	limit   int64 // Options.Writers
 }
 
 // View implements [kv.Store].
@@ -379,11 +383,10 @@ func (s leasedStore) update(ctx context.Context, fn func(kv.Tx) error, run func(
 	if err := s.l.check(); err != nil {
 		return err
 	}
-	select {
-	case s.writers <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	weight := min(s.limit, 1+int64(s.l.others.Load()))
+	if err := s.writers.Acquire(ctx, weight); err != nil {
+		return err
 	}
-	defer func() { <-s.writers }()
+	defer s.writers.Release(weight)
 	return run(ctx, fn)
 }

@@ -58,10 +58,16 @@ func (s holdingStore) Update(ctx context.Context, fn func(kv.Tx) error) error {
 }
 
 // newHoldingGateway returns a gateway on PostgreSQL (a fresh schema) with
-// writers concurrent writers, over a holdingStore.
+// Options.Writers writers, over a holdingStore.
 func newHoldingGateway(t *testing.T, writers int) *testEngine {
 	t.Helper()
-	pg, err := pgkv.Open(context.Background(), pgkv.Options{DSN: pgtest.DSN(t), Schema: pgtest.Schema(t)})
+	return holdingGatewayOn(t, pgtest.Schema(t), writers)
+}
+
+// holdingGatewayOn is newHoldingGateway on a given schema.
+func holdingGatewayOn(t *testing.T, schema string, writers int) *testEngine {
+	t.Helper()
+	pg, err := pgkv.Open(context.Background(), pgkv.Options{DSN: pgtest.DSN(t), Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +79,20 @@ func newHoldingGateway(t *testing.T, writers int) *testEngine {
 		}
 	})
 	return te
+}
+
+// holdCreate starts a create of document id in container c (partition
+// "p") and returns once its transaction is held open, its writes made; the
+// create's outcome comes on the channel once the hold is let go.
+func (te *testEngine) holdCreate(id string) (*hold, <-chan error) {
+	h := newHold(te.t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := te.CreateDocument(context.WithValue(ctx, holdKey{}, h), ref("c", "", "p"), []byte(`{"id":"`+id+`","pk":"p"}`))
+		done <- err
+	}()
+	<-h.held
+	return h, done
 }
 
 // feedChanges reads one page of the change feed from token and returns its
@@ -120,13 +140,7 @@ func TestFeedWaitsForWritesUnderWay(t *testing.T) {
 	_, latest := te.feedChanges(false, "")
 	_, all := te.feedChanges(true, "")
 
-	h := newHold(t)
-	first := make(chan error, 1)
-	go func() {
-		_, err := te.CreateDocument(context.WithValue(ctx, holdKey{}, h), ref("c", "", "p"), []byte(`{"id":"first","pk":"p"}`))
-		first <- err
-	}()
-	<-h.held
+	h, first := te.holdCreate("first")
 	if _, err := te.CreateDocument(ctx, ref("c", "", "p"), []byte(`{"id":"second","pk":"p"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -233,4 +247,49 @@ func TestFeedWithConcurrentWriters(t *testing.T) {
 			t.Errorf("%s served %d times", id, n)
 		}
 	}
+}
+
+// TestWritersSplitBetweenGateways: Options.Writers is the writers of every
+// gateway over the database together, split evenly among the live ones.
+func TestWritersSplitBetweenGateways(t *testing.T) {
+	schema := pgtest.Schema(t)
+	other := holdingGatewayOn(t, schema, 2)
+	te := holdingGatewayOn(t, schema, 2)
+	if n := te.Gateway().Others; n != 1 {
+		t.Fatalf("the second gateway sees %d others, want 1", n)
+	}
+	te.mustDB("db")
+	te.mustContainer("c", "")
+	gate := te.Engine.store.(leasedStore).writers
+	// holding runs fn while one create is held open in the gateway.
+	holding := func(id string, fn func()) {
+		t.Helper()
+		h, done := te.holdCreate(id)
+		fn()
+		h.let()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	holding("a", func() {
+		if gate.TryAcquire(1) {
+			gate.Release(1)
+			t.Error("two gateways, two writers: a second write of one gateway may start while its first runs")
+		}
+	})
+
+	other.Close() // a clean stop deletes its registration
+	if err := te.lease.renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := te.Gateway().Others; n != 0 {
+		t.Fatalf("after the other stopped: %d others, want 0", n)
+	}
+	holding("b", func() {
+		if !gate.TryAcquire(1) {
+			t.Error("one gateway, two writers: a second write may not start while the first runs")
+			return
+		}
+		gate.Release(1)
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lethe-db/lethe/engine"
 	"github.com/lethe-db/lethe/purgectl"
 )
 
@@ -257,6 +258,25 @@ func TestStoreFlag(t *testing.T) {
 		_, err := parseServeFlags(args, nil)
 		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "--store") && !strings.Contains(err.Error(), "--in-memory") {
 			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
+func TestWritersFlag(t *testing.T) {
+	c, err := parseServeFlags(nil, nil)
+	if err != nil || c.writersN != engine.DefaultWriters {
+		t.Fatalf("default: %d, %v", c.writersN, err)
+	}
+	t.Setenv("LETHE_WRITERS", "2")
+	if c, err = parseServeFlags(nil, nil); err != nil || c.writersN != 2 {
+		t.Fatalf("from the environment: %d, %v", c.writersN, err)
+	}
+	if c, err = parseServeFlags([]string{"--writers", "8"}, nil); err != nil || c.writersN != 8 {
+		t.Fatalf("--writers 8: %d, %v", c.writersN, err)
+	}
+	for _, v := range []string{"0", "-1", "65", "four", ""} {
+		if _, err := parseServeFlags([]string{"--writers", v}, nil); err == nil || !strings.Contains(err.Error(), "--writers") {
+			t.Errorf("--writers %q: %v", v, err)
 		}
 	}
 }
