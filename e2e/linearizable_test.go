@@ -54,8 +54,21 @@ var linearizableDocs = []docKey{{"p0", "x"}, {"p0", "y"}, {"p1", "x"}, {"p1", "y
 // would fail it.
 func TestPostgresGatewaysLinearizable(t *testing.T) {
 	t.Parallel()
+	testLinearizable(t, linearizableGateways)
+}
+
+// TestPostgresGatewayLinearizable is TestPostgresGatewaysLinearizable with
+// every client on one gateway, which then runs its writes four at a time
+// (--writers, split among the live gateways: all four are its own).
+func TestPostgresGatewayLinearizable(t *testing.T) {
+	t.Parallel()
+	testLinearizable(t, 1)
+}
+
+// testLinearizable runs the linearizability check over n gateways.
+func testLinearizable(t *testing.T, n int) {
 	dsn := pgtest.Database(t)
-	gateways := make([]*server, linearizableGateways)
+	gateways := make([]*server, n)
 	for i := range gateways {
 		gateways[i] = startServer(t, serverOpts{Store: dsn})
 	}
