@@ -75,24 +75,39 @@ func newPostgresEngine(t *testing.T) *testEngine {
 // gateways over one database.
 func newPostgresGateways(t *testing.T, n int) []*testEngine {
 	t.Helper()
-	dsn, schema := pgtest.DSN(t), pgtest.Schema(t)
+	schema := pgtest.Schema(t)
 	gateways := make([]*testEngine, n)
 	for i := range gateways {
-		store, err := pgkv.Open(context.Background(), pgkv.Options{DSN: dsn, Schema: schema})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gateways[i] = testEngineOn(t, store)
+		gateways[i] = testEngineOn(t, openPostgresStore(t, schema))
 	}
 	return gateways
+}
+
+// openPostgresStore opens a store on schema of the test binary's server.
+func openPostgresStore(t *testing.T, schema string) *pgkv.Store {
+	t.Helper()
+	store, err := pgkv.Open(context.Background(), pgkv.Options{DSN: pgtest.DSN(t), Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
 }
 
 // testEngineOn opens the test engine over store, which it closes when the
 // test ends, after checking the engine's invariants.
 func testEngineOn(t *testing.T, store kv.Store) *testEngine {
 	t.Helper()
+	return testEngineWith(t, store, Options{})
+}
+
+// testEngineWith is testEngineOn with opts, but for the test engine's
+// store, clock and background work (none), and with every cross-partition
+// query served.
+func testEngineWith(t *testing.T, store kv.Store, opts Options) *testEngine {
+	t.Helper()
 	clock := newFakeClock()
-	e, err := Open(context.Background(), Options{Store: store, Now: clock.Now, DisableBackground: true, ServeAllCrossPartitionQueries: true})
+	opts.Store, opts.Now, opts.DisableBackground, opts.ServeAllCrossPartitionQueries = store, clock.Now, true, true
+	e, err := Open(context.Background(), opts)
 	if err != nil {
 		store.Close()
 		t.Fatal(err)

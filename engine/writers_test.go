@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lethe-db/lethe/kv"
-	"github.com/lethe-db/lethe/kv/pgkv"
 	"github.com/lethe-db/lethe/kv/pgkv/pgtest"
 )
 
@@ -67,18 +66,7 @@ func newHoldingGateway(t *testing.T, writers int) *testEngine {
 // holdingGatewayOn is newHoldingGateway on a given schema.
 func holdingGatewayOn(t *testing.T, schema string, writers int) *testEngine {
 	t.Helper()
-	pg, err := pgkv.Open(context.Background(), pgkv.Options{DSN: pgtest.DSN(t), Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pg.Close() }) // after the engine's cleanup
-	te := openTestEngine(t, holdingStore{pg}, Options{DisableBackground: true, Writers: writers})
-	t.Cleanup(func() {
-		if err := te.Check(context.Background()); err != nil {
-			t.Errorf("engine invariants: %v", err)
-		}
-	})
-	return te
+	return testEngineWith(t, holdingStore{openPostgresStore(t, schema)}, Options{Writers: writers})
 }
 
 // holdCreate starts a create of document id in container c (partition

@@ -224,15 +224,6 @@ type KeyViewer interface {
 	ViewKeys(ctx context.Context, keys [][]byte) ([][]byte, error)
 }
 
-// Prefetch reads keys ahead in r when r is a [Prefetcher], and does nothing
-// otherwise. See Prefetcher.Prefetch.
-func Prefetch(r Reader, keys [][]byte) error {
-	if p, ok := r.(Prefetcher); ok {
-		return p.Prefetch(keys)
-	}
-	return nil
-}
-
 // Counter is implemented by the readers and transactions of stores that
 // count the keys of a range without handing them over: a network database
 // counts them where they are, instead of sending every key and value to be
