@@ -198,15 +198,21 @@ func (e *Engine) belowUnderWay(w changefeed.Key) changefeed.Key {
 }
 
 // On a store shared by several gateways (docs/postgres.md section 4), a
-// gateway knows when its own writes are durable, not the others': while
-// other gateways are registered, a read serves only up to feedLag seconds
-// ago, and every writing transaction on a shared store aborts, and runs
-// again at a later second, when it would commit maxCommitDelay or more after
-// its second (beforeCommit): every transaction of a second served has
+// gateway knows when its own writes are durable, not the others'. Each
+// gateway therefore publishes a floor in its registry row, a few times a
+// second (feedFloor, lease.publishFloor): a second below which every write
+// it gave a second to has returned, and at or above which it runs every
+// later one. A read serves up to the lowest floor of the other live
+// gateways, and its own watermark below that: a change then shows on every
+// gateway about a second after it was made.
+//
+// A gateway that stalls publishes nothing; for it, and for one that
+// publishes no floor at all, a read still serves up to feedLag seconds ago:
+// every writing transaction on a shared store aborts, and runs again at a
+// later second, when it would commit maxCommitDelay or more after its
+// second (beforeCommit), so every transaction of a second served has
 // committed, or never will, with feedLag - maxCommitDelay to spare for the
-// COMMIT itself. Time is the store's, which every gateway shares. The cost:
-// with several gateways, the feed shows a change about feedLag seconds after
-// it was made.
+// COMMIT itself. Time is the store's, which every gateway shares.
 const (
 	maxCommitDelay = 4 * time.Second
 	feedLag        = 6 // seconds
@@ -225,24 +231,55 @@ func (e *Engine) beforeCommit(txNow int64) error {
 	return nil
 }
 
+// feedFloor returns the floor this gateway publishes to the others at
+// instant now (Unix seconds): every write it gave a second below the floor
+// has returned (committed or failed), and every later one runs at the floor
+// or after, since the floor reserves its second as an all-versions read
+// does (txSecond never goes below it). It is the lowest second of the
+// writes under way, or now's when none is.
+func (e *Engine) feedFloor(now int64) int64 {
+	e.feedMu.Lock()
+	defer e.feedMu.Unlock()
+	if now > e.feedSecond.Load() {
+		e.feedSecond.Store(now)
+	}
+	floor := e.feedSecond.Load()
+	for _, u := range e.underWay {
+		floor = min(floor, u.floor.Second)
+	}
+	return floor
+}
+
 // sharedFeedWatermark returns the highest position a change feed read in
 // the snapshot r, at second now, may serve, given own, what this engine's
 // own writes allow: own, unless other gateways are registered in r (on a
-// shared store), when the start of the second feedLag seconds before now. A
+// shared store); then own, but not past the start of the lowest floor they
+// published, and, for one that published none, the start of the second
+// feedLag seconds before now. A floor the snapshot holds was published
+// after the writes below it returned, so the snapshot holds them too. A
 // gateway registering starts its writes above anything served by gateways
 // that did not yet see it (takeLease).
 func (e *Engine) sharedFeedWatermark(ctx context.Context, r kv.Reader, now int64, own changefeed.Key) (changefeed.Key, error) {
 	if e.lease == nil {
 		return own, nil
 	}
-	others, err := e.lease.countOthers(r, e.leaseNow(ctx))
+	others, err := e.lease.readOthers(r, e.leaseNow(ctx))
 	if err != nil {
 		return own, fmt.Errorf("read the gateway registry: %w", err)
 	}
-	if others == 0 {
+	if others.n == 0 {
 		return own, nil
 	}
-	return changefeed.SecondStart(now - feedLag), nil
+	w := changefeed.SecondStart(now - feedLag)
+	if others.floored {
+		if f := changefeed.SecondStart(others.floor); f.Compare(own) < 0 {
+			own = f
+		}
+		if own.Compare(w) > 0 {
+			w = own
+		}
+	}
+	return w, nil
 }
 
 // parseFeedPosition parses a change feed continuation (If-None-Match).

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,9 +22,11 @@ import (
 // kv.Exclusive: PostgreSQL) any number of engines, the gateways, run at once
 // (docs/postgres.md). Each registers in a slot of the registry (M gw
 // <slot:2>): a lease row renewed while it runs and deleted at Close. The
-// live slots tell the change feed whether other writers are at work (see
-// feedLagMode) and how many gateways share a container's throughput. Each
-// renewal also folds the tally delta rows this gateway wrote (usage.go).
+// live slots tell the change feed which other writers are at work, and the
+// floor each publishes in its row how far their writes are done (see
+// sharedFeedWatermark); and how many gateways share a container's
+// throughput. Each renewal also folds the tally delta rows this gateway
+// wrote (usage.go).
 //
 // A gateway that finds its slot taken (it was stalled past the lease's
 // expiry, and another gateway took the slot) refuses every request from then
@@ -38,6 +41,11 @@ const (
 	leaseTerm = 10 * time.Second
 	// leaseRenewal is how often a holder renews its leases.
 	leaseRenewal = 3 * time.Second
+	// floorInterval is how often a gateway looks whether its change feed
+	// floor has risen, and publishes it when it has (at most once a second,
+	// since a floor is a second): a change shows on the other gateways'
+	// feeds within about a second and this much.
+	floorInterval = 200 * time.Millisecond
 	// maxClockError bounds how far two gateways' readings of the store's
 	// time (kv.Clock: read once a second, run forward on the local
 	// monotonic clock) differ: half a round trip and a second's drift.
@@ -53,6 +61,9 @@ type gatewayLease struct {
 	// Expires is when it lapses, Unix milliseconds of the store's clock
 	// (kv.Clock, which every gateway shares), else of the holder's.
 	Expires int64 `json:"expires"`
+	// FeedFloor, in a registry row, is the change feed floor its gateway
+	// last published (Unix seconds, see feedFloor); 0 before the first.
+	FeedFloor int64 `json:"feedFloor,omitempty"`
 }
 
 // live reports whether the lease is held at now (Unix milliseconds).
@@ -72,10 +83,14 @@ type lease struct {
 	// others counts the other gateways whose leases were live at the last
 	// renewal.
 	others atomic.Int32
-	lost   atomic.Bool
-	stop   chan struct{}
-	done   chan struct{}
-	once   sync.Once
+	// publishing orders the floor's publications; published is the last
+	// floor this gateway's row holds.
+	publishing sync.Mutex
+	published  int64
+	lost       atomic.Bool
+	stop       chan struct{}
+	done       chan struct{}
+	once       sync.Once
 }
 
 // errRegistryFull is returned by Open when every slot is live.
@@ -163,6 +178,9 @@ func (e *Engine) takeLease(ctx context.Context) (*lease, error) {
 		// this gateway's writes a second ahead of the clock every gateway
 		// reads.
 		e.raiseSecond(e.opts.Now().Add(e.clockError).Unix())
+		if err := l.publishFloor(ctx); err != nil {
+			e.log.Warn("publish the change feed floor", "err", err)
+		}
 	}
 	// The first fold takes every container: a gateway that stopped without
 	// folding (killed, or its last fold failed) may have left delta rows.
@@ -176,6 +194,7 @@ func (e *Engine) takeLease(ctx context.Context) (*lease, error) {
 func (l *lease) renew(ctx context.Context) error {
 	err := l.e.guard.Update(ctx, func(tx kv.Tx) error {
 		now := l.e.leaseNow(ctx)
+		var floor int64
 		v, err := tx.Get(slotKey(l.slot))
 		switch {
 		case errors.Is(err, kv.ErrNotFound):
@@ -190,44 +209,108 @@ func (l *lease) renew(ctx context.Context) error {
 				l.lost.Store(true)
 				return nil
 			}
+			floor = cur.FeedFloor
 		}
-		b, _ := json.Marshal(gatewayLease{Holder: l.holder, Expires: now + leaseTerm.Milliseconds()})
+		b, _ := json.Marshal(gatewayLease{Holder: l.holder, Expires: now + leaseTerm.Milliseconds(), FeedFloor: floor})
 		return tx.Put(slotKey(l.slot), b)
 	})
 	if err != nil || l.lost.Load() {
 		return err
 	}
 	return l.e.guard.View(ctx, func(r kv.Reader) error {
-		n, err := l.countOthers(r, l.e.leaseNow(ctx))
-		l.others.Store(n)
+		others, err := l.readOthers(r, l.e.leaseNow(ctx))
+		l.others.Store(others.n)
 		return err
 	})
 }
 
-// countOthers counts the live registry rows of other gateways in r at now
+// otherGateways is what a snapshot of the registry says of the gateways
+// other than this one that are live.
+type otherGateways struct {
+	n int32
+	// floor is the lowest change feed floor they published; floored is
+	// false when one of them has published none.
+	floor   int64
+	floored bool
+}
+
+// readOthers reads the live registry rows of other gateways in r at now
 // (Unix milliseconds).
-func (l *lease) countOthers(r kv.Reader, now int64) (int32, error) {
-	var n int32
+func (l *lease) readOthers(r kv.Reader, now int64) (otherGateways, error) {
+	o := otherGateways{floor: math.MaxInt64, floored: true}
 	it := r.Scan(keyGatewayPrefix, kv.PrefixEnd(keyGatewayPrefix), false)
 	defer it.Close()
 	for it.Next() {
 		var cur gatewayLease
-		if json.Unmarshal(it.Value(), &cur) == nil && cur.Holder != l.holder && cur.live(now) {
-			n++
+		if json.Unmarshal(it.Value(), &cur) != nil || cur.Holder == l.holder || !cur.live(now) {
+			continue
 		}
+		o.n++
+		if cur.FeedFloor == 0 {
+			o.floored = false
+		}
+		o.floor = min(o.floor, cur.FeedFloor)
 	}
-	return n, it.Close()
+	return o, it.Close()
 }
 
-// run renews the lease until release; its owner is the engine.
+// publishFloor writes this gateway's change feed floor (feedFloor) into its
+// registry row, when it has risen since the last publication. A lower floor
+// than the truth is always safe, so the write need not be synced, and a
+// publication that fails leaves the last one standing.
+func (l *lease) publishFloor(ctx context.Context) error {
+	l.publishing.Lock()
+	defer l.publishing.Unlock()
+	floor := l.e.feedFloor(l.e.opts.Now().Unix())
+	if floor <= l.published {
+		return nil
+	}
+	written := false
+	err := l.e.guard.UpdateNoSync(ctx, func(tx kv.Tx) error {
+		written = false
+		v, err := tx.Get(slotKey(l.slot))
+		if err != nil {
+			return fmt.Errorf("read the gateway registry: %w", err)
+		}
+		var cur gatewayLease
+		if err := json.Unmarshal(v, &cur); err != nil {
+			return fmt.Errorf("gateway registry row %d %q: %w", l.slot, v, errCorruptRecord)
+		}
+		if cur.Holder != l.holder {
+			return nil // the slot is another's now: renew finds out
+		}
+		cur.FeedFloor = floor
+		b, _ := json.Marshal(cur)
+		written = true
+		return tx.Put(slotKey(l.slot), b)
+	})
+	if err == nil && written {
+		l.published = floor
+	}
+	return err
+}
+
+// run renews the lease, and publishes the change feed floor while other
+// gateways are live, until release; its owner is the engine.
 func (l *lease) run() {
 	defer close(l.done)
 	t := time.NewTicker(leaseRenewal)
 	defer t.Stop()
+	floors := time.NewTicker(floorInterval)
+	defer floors.Stop()
 	for {
 		select {
 		case <-l.stop:
 			return
+		case <-floors.C:
+			if l.others.Load() > 0 {
+				ctx, cancel := context.WithTimeout(context.Background(), leaseRenewal)
+				if err := l.publishFloor(ctx); err != nil {
+					l.e.log.Warn("publish the change feed floor", "err", err)
+				}
+				cancel()
+			}
+			continue
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), leaseRenewal)

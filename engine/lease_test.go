@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/lethe-db/lethe"
 	"github.com/lethe-db/lethe/kv"
+	"github.com/lethe-db/lethe/kv/pgkv/pgtest"
 )
 
 // sharedStore hides a store's kv.Exclusive, as a store shared between
@@ -369,4 +371,81 @@ func countKeys(t *testing.T, store kv.Store, prefix []byte) (n int) {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestFeedFloorsAcrossGateways: with two gateways over one database, a
+// change shows on the other gateway's feed once the clock has passed its
+// second and its gateway has published its floor, well before feedLag; but
+// never past a write still under way on the gateway that made it, which may
+// yet commit below a later write that has. (Serving the later one would put
+// the reader's continuation past the earlier, which it would then never
+// see.)
+func TestFeedFloorsAcrossGateways(t *testing.T) {
+	schema := pgtest.Schema(t)
+	a := holdingGatewayOn(t, schema, 4) // two writers each while two gateways run
+	b := testEngineWith(t, openPostgresStore(t, schema), Options{})
+	if err := a.lease.renew(ctx); err != nil || a.Gateway().Others != 1 || b.Gateway().Others != 1 {
+		t.Fatalf("registrations: %v, %+v and %+v", err, a.Gateway(), b.Gateway())
+	}
+	a.mustDB("db")
+	a.mustContainer("c", retain)
+	tick := func() {
+		a.clock.Advance(time.Second)
+		b.clock.Advance(time.Second)
+	}
+	publish := func() {
+		t.Helper()
+		for _, g := range []*testEngine{a, b} {
+			if err := g.lease.publishFloor(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tick()
+	if err := a.create("c", `{"id":"first","pk":"p"}`); err != nil {
+		t.Fatal(err)
+	}
+	tick()
+	publish()
+	latest, all := "", ""
+	for _, v := range []struct {
+		all  bool
+		tok  *string
+		want string
+	}{{false, &latest, "first"}, {true, &all, "create first"}} {
+		got, tok := b.feedChanges(v.all, "")
+		if !slices.Equal(got, []string{v.want}) {
+			t.Fatalf("all versions %v: b serves %v a second after a's create, its floor published; want %q", v.all, got, v.want)
+		}
+		*v.tok = tok
+	}
+
+	if _, err := a.now(ctx); err != nil { // the clock's second persisted, so that the hold holds the create
+		t.Fatal(err)
+	}
+	h, held := a.holdCreate("held")
+	tick()
+	if err := a.create("c", `{"id":"later","pk":"p"}`); err != nil {
+		t.Fatal(err)
+	}
+	tick()
+	publish()
+	if got, _ := b.feedChanges(false, latest); len(got) != 0 {
+		t.Fatalf("latest version, while a's earlier create is under way: b serves %v, want nothing", got)
+	}
+	if got, _ := b.feedChanges(true, all); len(got) != 0 {
+		t.Fatalf("all versions, while a's earlier create is under way: b serves %v, want nothing", got)
+	}
+	h.let()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	tick()
+	publish()
+	if got, _ := b.feedChanges(false, latest); !slices.Equal(sorted(got), []string{"held", "later"}) {
+		t.Errorf("latest version, once both committed: b serves %v, want held and later", got)
+	}
+	if got, _ := b.feedChanges(true, all); !slices.Equal(sorted(got), []string{"create held", "create later"}) {
+		t.Errorf("all versions, once both committed: b serves %v, want both creates", got)
+	}
 }

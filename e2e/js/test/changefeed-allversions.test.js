@@ -320,8 +320,9 @@ test("all versions: a continuation taken before a restart resumes after it; an e
 
   life = await open();
   // On PostgreSQL the killed server's registration lives on until it lapses
-  // (10 s), and while another gateway may be writing the feed serves only
-  // changes 6 s old: wait until the server sees itself alone.
+  // (10 s), and its change feed floor stands still meanwhile: the feed
+  // serves only changes below it, or 6 s old. Wait until the server sees
+  // itself alone.
   await eventually("the killed server's registration to lapse", async () => {
     assert.equal((await admin(life.s.endpoint, "_lethe/gateway", null)).otherGateways, 0);
   }, 30_000);
