@@ -41,6 +41,11 @@ const (
 	leaseTerm = 10 * time.Second
 	// leaseRenewal is how often a holder renews its leases.
 	leaseRenewal = 3 * time.Second
+	// othersRefresh is how often a gateway counts the other live ones
+	// between renewals: a gateway that joins or leaves changes the others'
+	// share of the writers and of throughput, and whether they publish
+	// change feed floors, within this much.
+	othersRefresh = time.Second
 	// floorInterval is how often a gateway looks whether its change feed
 	// floor has risen, and publishes it when it has (at most once a second,
 	// since a floor is a second): a change shows on the other gateways'
@@ -217,9 +222,16 @@ func (l *lease) renew(ctx context.Context) error {
 	if err != nil || l.lost.Load() {
 		return err
 	}
+	return l.countOthers(ctx)
+}
+
+// countOthers counts the other live gateways (lease.others).
+func (l *lease) countOthers(ctx context.Context) error {
 	return l.e.guard.View(ctx, func(r kv.Reader) error {
 		others, err := l.readOthers(r, l.e.leaseNow(ctx))
-		l.others.Store(others.n)
+		if err == nil {
+			l.others.Store(others.n)
+		}
 		return err
 	})
 }
@@ -290,18 +302,28 @@ func (l *lease) publishFloor(ctx context.Context) error {
 	return err
 }
 
-// run renews the lease, and publishes the change feed floor while other
-// gateways are live, until release; its owner is the engine.
+// run renews the lease, counts the other gateways between renewals, and
+// publishes the change feed floor while others are live, until release;
+// its owner is the engine.
 func (l *lease) run() {
 	defer close(l.done)
 	t := time.NewTicker(leaseRenewal)
 	defer t.Stop()
 	floors := time.NewTicker(floorInterval)
 	defer floors.Stop()
+	count := time.NewTicker(othersRefresh)
+	defer count.Stop()
 	for {
 		select {
 		case <-l.stop:
 			return
+		case <-count.C:
+			ctx, cancel := context.WithTimeout(context.Background(), othersRefresh)
+			if err := l.countOthers(ctx); err != nil {
+				l.e.log.Warn("count the other gateways", "err", err)
+			}
+			cancel()
+			continue
 		case <-floors.C:
 			if l.others.Load() > 0 {
 				ctx, cancel := context.WithTimeout(context.Background(), leaseRenewal)
