@@ -43,9 +43,16 @@ func (e *Engine) txSecond(now int64, w *feedWrite) int64 {
 		w.underWay = true
 		e.underWay = append(e.underWay, w)
 	}
-	now = max(now, e.feedSecond.Load())
-	e.feedSecond.Store(now)
-	return now
+	e.reserveSecond(now)
+	return e.feedSecond.Load()
+}
+
+// reserveSecond makes later transactions run at second s or after (see
+// txSecond). feedMu must be held.
+func (e *Engine) reserveSecond(s int64) {
+	if s > e.feedSecond.Load() {
+		e.feedSecond.Store(s)
+	}
 }
 
 // A feedWrite is a writing transaction as the change feed's watermarks see
@@ -91,9 +98,7 @@ func (e *Engine) endWrite(w *feedWrite) {
 func (e *Engine) raiseSecond(s int64) {
 	e.feedMu.Lock()
 	defer e.feedMu.Unlock()
-	if s > e.feedSecond.Load() {
-		e.feedSecond.Store(s)
-	}
+	e.reserveSecond(s)
 }
 
 // feedKey returns the change feed order key of a write with lsn in the
@@ -122,9 +127,7 @@ func (e *Engine) allVersionsWatermark(now int64) changefeed.Key {
 	durable := e.durableWatermark() // before the floors: see feedWatermark
 	e.feedMu.Lock()
 	defer e.feedMu.Unlock()
-	if now > e.feedSecond.Load() {
-		e.feedSecond.Store(now)
-	}
+	e.reserveSecond(now)
 	if len(e.underWay) > 0 {
 		return e.belowUnderWay(durable)
 	}
@@ -240,14 +243,8 @@ func (e *Engine) beforeCommit(txNow int64) error {
 func (e *Engine) feedFloor(now int64) int64 {
 	e.feedMu.Lock()
 	defer e.feedMu.Unlock()
-	if now > e.feedSecond.Load() {
-		e.feedSecond.Store(now)
-	}
-	floor := e.feedSecond.Load()
-	for _, u := range e.underWay {
-		floor = min(floor, u.floor.Second)
-	}
-	return floor
+	e.reserveSecond(now)
+	return e.belowUnderWay(changefeed.SecondStart(e.feedSecond.Load())).Second
 }
 
 // sharedFeedWatermark returns the highest position a change feed read in
@@ -271,13 +268,15 @@ func (e *Engine) sharedFeedWatermark(ctx context.Context, r kv.Reader, now int64
 		return own, nil
 	}
 	w := changefeed.SecondStart(now - feedLag)
-	if others.floored {
-		if f := changefeed.SecondStart(others.floor); f.Compare(own) < 0 {
-			own = f
-		}
-		if own.Compare(w) > 0 {
-			w = own
-		}
+	if !others.floored {
+		return w, nil
+	}
+	floored := own
+	if f := changefeed.SecondStart(others.floor); f.Compare(floored) < 0 {
+		floored = f
+	}
+	if floored.Compare(w) > 0 {
+		w = floored
 	}
 	return w, nil
 }

@@ -85,8 +85,8 @@ type lease struct {
 		sync.Mutex
 		colls map[[8]byte]struct{}
 	}
-	// others counts the other gateways whose leases were live at the last
-	// renewal.
+	// others counts the other gateways whose leases were live when last
+	// counted (at every renewal, and every othersRefresh between).
 	others atomic.Int32
 	// publishing orders the floor's publications; published is the last
 	// floor this gateway's row holds.
@@ -318,19 +318,11 @@ func (l *lease) run() {
 		case <-l.stop:
 			return
 		case <-count.C:
-			ctx, cancel := context.WithTimeout(context.Background(), othersRefresh)
-			if err := l.countOthers(ctx); err != nil {
-				l.e.log.Warn("count the other gateways", "err", err)
-			}
-			cancel()
+			l.tryFor(othersRefresh, "count the other gateways", l.countOthers)
 			continue
 		case <-floors.C:
 			if l.others.Load() > 0 {
-				ctx, cancel := context.WithTimeout(context.Background(), leaseRenewal)
-				if err := l.publishFloor(ctx); err != nil {
-					l.e.log.Warn("publish the change feed floor", "err", err)
-				}
-				cancel()
+				l.tryFor(leaseRenewal, "publish the change feed floor", l.publishFloor)
 			}
 			continue
 		case <-t.C:
@@ -351,6 +343,16 @@ func (l *lease) run() {
 		case err != nil:
 			l.e.log.Warn("renew the gateway's registration", "err", err)
 		}
+	}
+}
+
+// tryFor runs a step of the lease's upkeep, given at most d, and logs its
+// failure: the next tick tries again.
+func (l *lease) tryFor(d time.Duration, what string, step func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := step(ctx); err != nil {
+		l.e.log.Warn(what, "err", err)
 	}
 }
 
