@@ -23,7 +23,6 @@ import (
 	"github.com/lethe-db/lethe/jsonv"
 	"github.com/lethe-db/lethe/kv"
 	"github.com/lethe-db/lethe/purgectl"
-	"golang.org/x/sync/semaphore"
 )
 
 // Options configure an Engine. The zero value of each field means its default.
@@ -106,11 +105,11 @@ type Options struct {
 	// keeps none without the policy.
 	ChangeFeedRetention time.Duration
 	// Writers is how many writing transactions the gateways over a shared
-	// store run at once between them, split evenly among the live ones (at
-	// least one each); zero means DefaultWriters. More let writes overlap
-	// their round trips to the database, at the price of conflicts between
-	// them (each runs again). An exclusive store runs its writers one at a
-	// time whatever this says.
+	// store run at once between them, split evenly among the live ones and
+	// rounded up (writerShare); zero means DefaultWriters. More let writes
+	// overlap their round trips to the database, at the price of conflicts
+	// between them (each runs again). An exclusive store runs its writers
+	// one at a time whatever this says.
 	Writers int
 }
 
@@ -247,7 +246,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if l != nil {
-		e.lease, e.store = l, leasedStore{Store: guard, l: l, writers: semaphore.NewWeighted(int64(opts.Writers)), limit: int64(opts.Writers)}
+		e.lease, e.store = l, leasedStore{Store: guard, l: l, writers: newWriterGate(opts.Writers)}
 	}
 	switch {
 	case l != nil:

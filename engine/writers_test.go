@@ -288,46 +288,71 @@ func TestFeedWithConcurrentWriters(t *testing.T) {
 }
 
 // TestWritersSplitBetweenGateways: Options.Writers is the writers of every
-// gateway over the database together, split evenly among the live ones.
+// gateway over the database together, split evenly among the live ones and
+// rounded up.
 func TestWritersSplitBetweenGateways(t *testing.T) {
 	schema := pgtest.Schema(t)
-	other := holdingGatewayOn(t, schema, 2)
-	te := holdingGatewayOn(t, schema, 2)
-	if n := te.Gateway().Others; n != 1 {
-		t.Fatalf("the second gateway sees %d others, want 1", n)
-	}
+	second := holdingGatewayOn(t, schema, 4)
+	third := holdingGatewayOn(t, schema, 4)
+	te := holdingGatewayOn(t, schema, 4)
 	te.mustDB("db")
 	te.mustContainer("c", "")
 	gate := te.Engine.store.(leasedStore).writers
-	// holding runs fn while one create is held open in the gateway.
-	holding := func(id string, fn func()) {
+	// more holds a create open and counts the writing transactions te lets
+	// start beside it.
+	more := func(id string) int {
 		t.Helper()
 		h, done := te.holdCreate(id)
-		fn()
+		weight := gate.weight(1 + int64(te.Gateway().Others))
+		n := int64(0)
+		for ; gate.sem.TryAcquire(weight); n++ {
+		}
+		gate.sem.Release(n * weight)
 		h.let()
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
+		return int(n)
 	}
-	holding("a", func() {
-		if gate.TryAcquire(1) {
-			gate.Release(1)
-			t.Error("two gateways, two writers: a second write of one gateway may start while its first runs")
+	for _, step := range []struct {
+		stop   *testEngine // a gateway to stop first, or nil
+		others int
+		more   int
+	}{
+		{nil, 2, 1},    // three gateways: two writers each (4/3 rounded up)
+		{third, 1, 1},  // two: two each
+		{second, 0, 3}, // one: all four
+	} {
+		if step.stop != nil {
+			step.stop.Close() // a clean stop deletes its registration
+			if err := te.lease.renew(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
-	})
+		if n := te.Gateway().Others; n != step.others {
+			t.Fatalf("the gateway sees %d others, want %d", n, step.others)
+		}
+		if n := more(fmt.Sprintf("held%d", step.others)); n != step.more {
+			t.Errorf("%d other gateways, 4 writers: %d writes may start beside a running one, want %d", step.others, n, step.more)
+		}
+	}
+}
 
-	other.Close() // a clean stop deletes its registration
-	if err := te.lease.renew(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := te.Gateway().Others; n != 0 {
-		t.Fatalf("after the other stopped: %d others, want 0", n)
-	}
-	holding("b", func() {
-		if !gate.TryAcquire(1) {
-			t.Error("one gateway, two writers: a second write may not start while the first runs")
-			return
+// TestWriterGateAdmitsTheShare: for every limit a gateway may be given and
+// any number of gateways, the gate admits exactly the gateway's share.
+func TestWriterGateAdmitsTheShare(t *testing.T) {
+	for limit := 1; limit <= 64; limit++ {
+		g := newWriterGate(limit)
+		for gateways := int64(1); gateways <= 70; gateways++ {
+			share := writerShare(int64(limit), gateways)
+			// the least share, at least one, that covers limit between them
+			if share < 1 || share*gateways < int64(limit) || share > 1 && (share-1)*gateways >= int64(limit) {
+				t.Fatalf("%d writers, %d gateways: share %d", limit, gateways, share)
+			}
+			w := g.weight(gateways)
+			if fit := int64(limit*limit) / w; fit != share {
+				t.Fatalf("%d writers, %d gateways: %d transactions fit, want %d", limit, gateways, fit, share)
+			}
 		}
-		gate.Release(1)
-	})
+	}
 }
