@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,6 +42,7 @@ func Run(t *testing.T, newStore func(t *testing.T) kv.Store) {
 		{"PrefixEnd", testPrefixEnd},
 		{"LargeValue", testLargeValue},
 		{"ReadYourWrites", testReadYourWrites},
+		{"WriteRuns", testWriteRuns},
 		{"PutCopiesArguments", testPutCopiesArguments},
 		{"GetResultOwned", testGetResultOwned},
 		{"ErrorRollsBack", testErrorRollsBack},
@@ -555,6 +557,61 @@ func testReadYourWrites(t *testing.T, s kv.Store) {
 		return nil
 	})
 	checkPairs(t, "after commit", dump(t, s), []pair{{"b", "B"}, {"c", "C"}})
+}
+
+// testWriteRuns: long runs of Puts and of Deletes, over a few keys so that
+// a run writes one key several times, with the kind switching at random and
+// the transaction reading now and then, end as a map of the same writes
+// does, inside the transaction and after its commit. (A backend may send a
+// run as one statement: pgkv does.)
+func testWriteRuns(t *testing.T, s kv.Store) {
+	rng := rand.New(rand.NewPCG(7, 21))
+	keys := []string{"", "a", "b", "c", "d", "e", "f", "g"}
+	model := map[string]string{}
+	want := func() []pair {
+		var out []pair
+		for k, v := range model {
+			out = append(out, pair{k, v})
+		}
+		slices.SortFunc(out, func(a, b pair) int { return strings.Compare(a.k, b.k) })
+		return out
+	}
+	for round := range 20 {
+		update(t, s, func(tx kv.Tx) error {
+			for range 10 + rng.IntN(60) {
+				k := keys[rng.IntN(len(keys))]
+				del := rng.IntN(3) == 0
+				for range 1 + rng.IntN(12) {
+					if del {
+						if err := tx.Delete([]byte(k)); err != nil {
+							return err
+						}
+						delete(model, k)
+					} else {
+						v := strconv.Itoa(rng.IntN(1000))
+						if rng.IntN(8) == 0 {
+							v = ""
+						}
+						if err := tx.Put([]byte(k), []byte(v)); err != nil {
+							return err
+						}
+						model[k] = v
+					}
+					k = keys[rng.IntN(len(keys))]
+				}
+				if rng.IntN(6) == 0 {
+					k := keys[rng.IntN(len(keys))]
+					var w *string
+					if v, ok := model[k]; ok {
+						w = ptr(v)
+					}
+					checkGet(t, tx, k, w)
+				}
+			}
+			return nil
+		})
+		checkPairs(t, fmt.Sprintf("after round %d", round), dump(t, s), want())
+	}
 }
 
 func testPutCopiesArguments(t *testing.T, s kv.Store) {

@@ -436,9 +436,11 @@ type statements struct {
 	get                  string
 	getMany              string // key = ANY($1): GetBatch
 	put                  string
+	putMany              string // Puts of distinct keys, from two arrays
 	insert               string
 	create               string // INSERT that fails on a present key: Create
 	del                  string
+	delMany              string // key = ANY($1)
 	delFrom, delRange    string
 	scanFrom, scanRange  string // forward, first page: key >= $1
 	scanAfter, scanBelow string // forward, later pages: key > $1
@@ -451,12 +453,15 @@ func newStatements(schema string) statements {
 	t := pgx.Identifier{schema, "kv"}.Sanitize()
 	sel := "SELECT key, value FROM " + t + " WHERE "
 	return statements{
-		get:       "SELECT value FROM " + t + " WHERE key = $1",
-		getMany:   sel + "key = ANY($1)",
-		put:       "INSERT INTO " + t + " (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-		insert:    "INSERT INTO " + t + " (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING true",
-		create:    "INSERT INTO " + t + " (key, value) VALUES ($1, $2)",
+		get:     "SELECT value FROM " + t + " WHERE key = $1",
+		getMany: sel + "key = ANY($1)",
+		put:     "INSERT INTO " + t + " (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+		insert:  "INSERT INTO " + t + " (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING true",
+		create:  "INSERT INTO " + t + " (key, value) VALUES ($1, $2)",
+		putMany: "INSERT INTO " + t + " (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[])" +
+			" ON CONFLICT (key) DO UPDATE SET value = excluded.value",
 		del:       "DELETE FROM " + t + " WHERE key = $1",
+		delMany:   "DELETE FROM " + t + " WHERE key = ANY($1)",
 		delFrom:   "DELETE FROM " + t + " WHERE key >= $1",
 		delRange:  "DELETE FROM " + t + " WHERE key >= $1 AND key < $2",
 		scanFrom:  sel + "key >= $1 ORDER BY key LIMIT $2",

@@ -73,8 +73,12 @@ type txn struct {
 		batch *pgx.Batch
 		// batchBytes is the size of the keys and values in batch.
 		batchBytes int
-		// writes counts the write statements in batch.
+		// writes counts the writes in batch and run.
 		writes int
+		// run holds the latest writes of one kind, Puts or Deletes, not yet
+		// queued in batch: sent as one statement (flushRun), they cost
+		// PostgreSQL one statement's overhead instead of one each.
+		run writeRun
 		// begun is set once the BEGIN has been sent.
 		begun bool
 		// err is the first error a round trip met. PostgreSQL aborts the
@@ -144,6 +148,7 @@ func (t *txn) roundTrip(op, q string, args []any, read func(pgx.Rows) error) err
 	if t.mu.err != nil {
 		return t.mu.err
 	}
+	t.flushRun()
 	b := t.mu.batch
 	pending := b.Len()
 	if q != "" {
@@ -354,15 +359,48 @@ func (t *txn) forget(key []byte) {
 }
 
 // queueWrite buffers the write statement q, whose keys and values are size
-// bytes, and sends the buffer once it is large. t.mu must be held.
+// bytes, after the run's writes, and sends the buffer once it is large. t.mu
+// must be held.
 func (t *txn) queueWrite(q string, size int, args ...any) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	t.flushRun()
+	t.mu.batch.Queue(q, args...)
+	return t.counted(size)
+}
+
+// queueRun adds a Put of key and value, or with del a Delete of key, to the
+// run of writes, which first goes to the batch if it holds the other kind.
+// t.mu must be held.
+func (t *txn) queueRun(del bool, key, value []byte) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	if r := &t.mu.run; len(r.keys) > 0 && r.del != del {
+		t.flushRun()
+	}
+	r := &t.mu.run
+	r.del = del
+	r.keys = append(r.keys, key)
+	if !del {
+		r.values = append(r.values, value)
+	}
+	return t.counted(len(key) + len(value))
+}
+
+// writable returns why the transaction can take no more writes, if it
+// cannot. t.mu must be held.
+func (t *txn) writable() error {
 	if t.mu.conn == nil {
 		return errEnded
 	}
-	if t.mu.err != nil {
-		return t.mu.err
-	}
-	t.mu.batch.Queue(q, args...)
+	return t.mu.err
+}
+
+// counted counts a write of size bytes just buffered, and sends the buffer
+// once it is large. t.mu must be held.
+func (t *txn) counted(size int) error {
 	t.mu.batchBytes += size
 	t.mu.writes++
 	if t.mu.writes >= maxBatchStatements || t.mu.batchBytes >= maxBatchBytes {
@@ -371,11 +409,67 @@ func (t *txn) queueWrite(q string, size int, args ...any) error {
 	return nil
 }
 
+// writeRun is a run of writes of one kind in the order they were made: Puts
+// (values holds theirs) or Deletes (del).
+type writeRun struct {
+	del    bool
+	keys   [][]byte
+	values [][]byte
+}
+
+// flushRun queues the run of writes in the batch as one statement (one
+// write alone as its own statement) and empties it. A run's writes commute
+// but for writes of one key, where the last Put wins: a statement may
+// write a row once, so only the last Put of each key goes. t.mu must be held.
+func (t *txn) flushRun() {
+	r := &t.mu.run
+	switch {
+	case len(r.keys) == 0:
+		return
+	case len(r.keys) == 1 && r.del:
+		t.mu.batch.Queue(t.sql.del, r.keys[0])
+	case len(r.keys) == 1:
+		t.mu.batch.Queue(t.sql.put, r.keys[0], r.values[0])
+	case r.del:
+		t.mu.batch.Queue(t.sql.delMany, r.keys)
+	default:
+		keys, values := lastPuts(r.keys, r.values)
+		t.mu.batch.Queue(t.sql.putMany, keys, values)
+	}
+	// The batch holds the slices until it is sent: a new run starts afresh.
+	*r = writeRun{}
+}
+
+// lastPuts returns the keys of a run of Puts, each once, with the value of
+// its last Put.
+func lastPuts(keys, values [][]byte) ([][]byte, [][]byte) {
+	last := make(map[string]int, len(keys))
+	for i, k := range keys {
+		last[string(k)] = i
+	}
+	if len(last) == len(keys) {
+		return keys, values
+	}
+	ks, vs := make([][]byte, 0, len(last)), make([][]byte, 0, len(last))
+	for i, k := range keys {
+		if last[string(k)] == i {
+			ks, vs = append(ks, k), append(vs, values[i])
+		}
+	}
+	return ks, vs
+}
+
 // Put implements kv.Tx. The write is sent with the transaction's next read or
 // its commit, so an error it meets is reported there.
-func (t *txn) Put(key, value []byte) error { return t.queuePair(t.sql.put, key, value) }
+func (t *txn) Put(key, value []byte) error {
+	k, v := copyPair(key, value)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forget(k)
+	return t.queueRun(false, k, v)
+}
 
-// queuePair buffers the write statement q of key and value (Put, Create).
+// queuePair buffers the write statement q of key and value (Create).
 func (t *txn) queuePair(q string, key, value []byte) error {
 	k, v := copyPair(key, value)
 	t.mu.Lock()
@@ -431,7 +525,7 @@ func (t *txn) Delete(key []byte) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.forget(k)
-	return t.queueWrite(t.sql.del, len(k), k)
+	return t.queueRun(true, k, nil)
 }
 
 // DeleteSized implements kv.Tx. PostgreSQL reclaims space by vacuum whatever
