@@ -157,6 +157,24 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 }
 
+// runSustainedBench runs ttl-sustained on spawned servers for duration, with
+// a 1 s ttl and the extra arguments, and returns the report and its one
+// workload, which must have its two runs.
+func runSustainedBench(t *testing.T, duration string, extra ...string) (Report, *Result, *bytes.Buffer) {
+	t.Helper()
+	args := append([]string{"--spawn", "--workload", "ttl-sustained", "--ttl", "1s", "--duration", duration,
+		"--concurrency", "4", "--warmup", "500ms", "--timeline-interval", "2s"}, extra...)
+	rep, stdout := runBench(t, args...)
+	if rep.Interrupted || len(rep.Problems) > 0 || len(rep.Workloads) != 1 {
+		t.Fatalf("interrupted %v, problems %q, %d workloads", rep.Interrupted, rep.Problems, len(rep.Workloads))
+	}
+	w := rep.Workloads[0]
+	if w.Error != "" || w.Sustained == nil || len(w.Sustained.Runs) != 2 {
+		t.Fatalf("error %q, sustained %+v: want two runs", w.Error, w.Sustained)
+	}
+	return rep, w, stdout
+}
+
 // TestBenchSustainedEndToEnd runs ttl-sustained as users do, on spawned
 // in-memory servers with a 1 s ttl: the purge-off run ends with a backlog,
 // the purge-on run purges, and both have a timeline. It asserts no rate or
@@ -165,16 +183,7 @@ func TestBenchSustainedEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns servers")
 	}
-	rep, stdout := runBench(t, "--spawn", "--serve-args=--in-memory",
-		"--workload", "ttl-sustained", "--ttl", "1s", "--duration", "3s", "--concurrency", "4",
-		"--warmup", "500ms", "--timeline-interval", "2s")
-	if rep.Interrupted || len(rep.Problems) > 0 || len(rep.Workloads) != 1 {
-		t.Fatalf("interrupted %v, problems %q, %d workloads", rep.Interrupted, rep.Problems, len(rep.Workloads))
-	}
-	w := rep.Workloads[0]
-	if w.Error != "" || w.Sustained == nil || len(w.Sustained.Runs) != 2 {
-		t.Fatalf("error %q, sustained %+v: want two runs", w.Error, w.Sustained)
-	}
+	rep, w, stdout := runSustainedBench(t, "3s", "--serve-args=--in-memory")
 	off, on := w.Sustained.Runs[0], w.Sustained.Runs[1]
 	if off.Purge != "off" || on.Purge != "on" || w.Sustained.OpsRatio <= 0 {
 		t.Errorf("runs %q then %q, ratio %v: want off then on, and a ratio", off.Purge, on.Purge, w.Sustained.OpsRatio)
@@ -214,6 +223,66 @@ func TestBenchSustainedEndToEnd(t *testing.T) {
 		if !bytes.Contains(stdout.Bytes(), []byte(want)) {
 			t.Errorf("no %q on stdout", want)
 		}
+	}
+}
+
+// TestBenchSustainedGatewaysEndToEnd runs ttl-sustained on two gateways over
+// one PostgreSQL database, fresh ones for each run: every sample is both
+// gateways' (their CPU summed, every gateway's metrics scraped), and the
+// purge-on run purges while the purge-off run does not.
+func TestBenchSustainedGatewaysEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns servers")
+	}
+	store := pgtest.Database(t)
+	rep, w, stdout := runSustainedBench(t, "4s", "--gateways", "2", "--serve-args=--store "+store)
+	pids := map[int]bool{rep.Gateways[0].PID: true, rep.Gateways[1].PID: true}
+	for _, run := range w.Sustained.Runs {
+		m := run.Measurement
+		if m == nil || m.Ops <= 0 || m.Errors != 0 || run.Error != "" || run.ScrapeErrors != 0 {
+			t.Fatalf("purge %s: measurement %+v, error %q, %d failed scrapes (%s)", run.Purge, m, run.Error, run.ScrapeErrors, run.ScrapeError)
+		}
+		if len(run.Gateways) != 2 || run.Gateways[0] != run.Server {
+			t.Fatalf("purge %s: server %+v, gateways %+v: want the two gateways, the server first", run.Purge, run.Server, run.Gateways)
+		}
+		for _, g := range run.Gateways {
+			if g.PID == 0 || pids[g.PID] {
+				t.Errorf("purge %s: gateway %+v: want a fresh process", run.Purge, g)
+			}
+			pids[g.PID] = true
+		}
+		if len(m.Gateways) != 2 {
+			t.Errorf("purge %s: the measurement has %d gateways' shares", run.Purge, len(m.Gateways))
+		}
+		for _, x := range run.Timeline {
+			if x.TTL == nil || x.ServerCPUSec == nil || x.ServerRSSBytes == nil {
+				t.Fatalf("purge %s: sample %+v: want metrics and /proc figures", run.Purge, x)
+			}
+		}
+	}
+	off, on := w.Sustained.Runs[0], w.Sustained.Runs[1]
+	// No process purges in the purge-off run, the run's own gateways (idle
+	// over the same database) included: every document written 2.5 s or
+	// more before its end is still pending, expired by then (its 1 s ttl,
+	// _ts in whole seconds, the database's clock read once a second).
+	end := off.Timeline[len(off.Timeline)-1]
+	var expired int64
+	for _, x := range off.Timeline {
+		if x.T <= end.T-2.5 {
+			expired += x.Ops
+		}
+	}
+	if p := off.Summary.PendingDocsEnd; p == nil || *p <= 0 || *p < float64(expired) {
+		t.Errorf("purge off: pending docs at the end %v, want at least the %d written 2.5 s before it", deref(p), expired)
+	}
+	if end.TTL.PurgedTotal != 0 {
+		t.Errorf("purge off: %v purged", end.TTL.PurgedTotal)
+	}
+	if last := on.Timeline[len(on.Timeline)-1].TTL; last.PurgedTotal <= 0 {
+		t.Errorf("purge on: nothing purged: %+v", last)
+	}
+	if !bytes.Contains(stdout.Bytes(), []byte("ttl-sustained on lethe purge on x2")) {
+		t.Errorf("no run on both gateways on stdout:\n%s", stdout)
 	}
 }
 

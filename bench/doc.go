@@ -71,8 +71,12 @@
 // CPU figures are the sums over the gateways' processes, and each
 // measurement also has every gateway's share: its workers, operations,
 // errors, RSS and CPU. The quiescing before each workload waits for every
-// gateway. The ceiling stays one process, and ttl-sustained, which compares
-// fresh servers of its own, runs on one gateway only: it refuses several.
+// gateway. The ceiling stays one process. ttl-sustained starts as many
+// gateways for each of its runs (or samples every endpoint listed), and a
+// sample is all of theirs: their CPU and memory summed, the backlog the
+// largest any of them reports (they measure the same store), the documents
+// purged and the purge's busy time summed (one gateway purges a container at
+// a time), its share the largest.
 //
 // # The ceiling
 //

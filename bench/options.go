@@ -301,6 +301,9 @@ func (o *Options) validateGateways() []error {
 			}
 		}
 	}
+	if o.sustainedOnSharedStore() && len(o.Workloads) > 1 {
+		errs = append(errs, errors.New("ttl-sustained over a shared store (--store) runs on its own: the run's own gateways see its container, so they run without the purge"))
+	}
 	n := o.gatewayCount()
 	if n <= 1 {
 		return errs
@@ -319,10 +322,17 @@ func (o *Options) validateGateways() []error {
 	if o.Concurrency < n {
 		errs = append(errs, fmt.Errorf("concurrency %d is less than the %d gateways: each gateway needs a worker", o.Concurrency, n))
 	}
-	if slices.Contains(o.Workloads, "ttl-sustained") {
-		errs = append(errs, errors.New("ttl-sustained runs on one gateway: it does not go with several gateways or endpoints"))
-	}
 	return errs
+}
+
+// sustainedOnSharedStore reports whether ttl-sustained runs on spawned
+// servers over a shared store (--store in Options.ServeArgs, or
+// LETHE_STORE): the run's own gateways, idle meanwhile, see the container of
+// its runs too, so they are started with the purge off, and no other
+// workload may run beside it (validateGateways).
+func (o *Options) sustainedOnSharedStore() bool {
+	return o.Spawn && slices.Contains(o.Workloads, "ttl-sustained") &&
+		(storeArg(o.ServeArgs) != "" || os.Getenv("LETHE_STORE") != "")
 }
 
 // storeArg returns the value of the last --store flag in a `lethe serve`

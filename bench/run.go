@@ -195,6 +195,10 @@ func (r *runner) startServers(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			if o.sustainedOnSharedStore() {
+				// ttl-sustained's own servers purge, or not, its container.
+				args = append(args, "--disable-purger")
+			}
 			g, err := r.spawn(name("lethe", i), args, tmp)
 			if err != nil {
 				return err // r.close stops the gateways already started

@@ -51,6 +51,9 @@ type SustainedRun struct {
 	// the benchmark does not know.
 	Purge  string     `json:"purge,omitempty"`
 	Server ServerInfo `json:"server"`
+	// Gateways are the run's gateways, Server first, when there are
+	// several: the timeline's figures are all of theirs (mergeTTL).
+	Gateways []ServerInfo `json:"gateways,omitempty"`
 	// DataDir is the data directory whose size the timeline has, if any.
 	DataDir     string           `json:"data_dir,omitempty"`
 	Measurement *Measurement     `json:"measurement,omitempty"`
@@ -166,36 +169,59 @@ func (r *runner) runSustained(ctx context.Context, wl workload) *Result {
 	return res
 }
 
-// spawnedSustainedRun starts a fresh server with the purge off or on, runs
-// wl on it, and stops it (and removes its data directory) before returning,
-// so that no two sustained servers ever share the cores.
+// spawnedSustainedRun starts a fresh server with the purge off or on (as
+// many gateways as Options.Gateways, over the store the ServeArgs name),
+// runs wl on it, and stops it (and removes its data directories) before
+// returning, so that no two sustained servers ever share the cores.
 func (r *runner) spawnedSustainedRun(ctx context.Context, wl workload, purge bool) *SustainedRun {
 	run := &SustainedRun{Purge: "off", Server: ServerInfo{Name: "lethe purge off"}}
 	if purge {
 		run.Purge, run.Server.Name = "on", "lethe purge on"
 	}
-	var dir string
-	if !inMemoryArgs(r.opts.ServeArgs) {
-		var err error
-		if dir, err = os.MkdirTemp("", "lethe-bench-sustained"); err != nil {
+	n := r.opts.gatewayCount()
+	var t *target
+	defer func() {
+		if t == nil {
+			return
+		}
+		for _, g := range t.all() {
+			g.tr.CloseIdleConnections()
+			if err := g.child.stop(stopTimeout); err != nil {
+				if run.Error != "" {
+					run.Error += "; "
+				}
+				run.Error += "stop " + g.info.Name + ": " + err.Error()
+			}
+		}
+	}()
+	var dir string // the first gateway's, whose size the timeline has
+	for i := range n {
+		var gwDir string
+		if !inMemoryArgs(r.opts.ServeArgs) {
+			var err error
+			if gwDir, err = os.MkdirTemp("", "lethe-bench-sustained"); err != nil {
+				run.Error = err.Error()
+				return run
+			}
+		}
+		name := run.Server.Name
+		if n > 1 {
+			name += " " + strconv.Itoa(i+1)
+		}
+		g, err := r.spawn(name, sustainedServeArgs(r.opts.ServeArgs, gwDir, purge), gwDir)
+		if err != nil {
 			run.Error = err.Error()
 			return run
 		}
-	}
-	t, err := r.spawn(run.Server.Name, sustainedServeArgs(r.opts.ServeArgs, dir, purge), dir)
-	if err != nil {
-		run.Error = err.Error()
-		return run
-	}
-	defer func() {
-		t.tr.CloseIdleConnections()
-		if err := t.child.stop(stopTimeout); err != nil {
-			if run.Error != "" {
-				run.Error += "; "
-			}
-			run.Error += "stop: " + err.Error()
+		if t == nil {
+			t, dir = g, gwDir
+		} else {
+			t.peers = append(t.peers, g)
 		}
-	}()
+	}
+	if n > 1 {
+		t.label = run.Server.Name + " x" + strconv.Itoa(n)
+	}
 	if err := t.init(ctx, r.opts); err != nil {
 		run.Server = t.info
 		run.Error = err.Error()
@@ -209,9 +235,22 @@ func (r *runner) spawnedSustainedRun(ctx context.Context, wl workload, purge boo
 // dataDir is the server's data directory to measure, or "".
 func (r *runner) sustainedRun(ctx context.Context, t *target, wl workload, run *SustainedRun, dataDir string) {
 	run.Server, run.DataDir = t.info, dataDir
-	s := &sampler{ctx: ctx, pid: t.info.PID, dataDir: dataDir, progress: r.opts.Progress, label: wl.name + " on " + t.info.Name}
-	if s.scraper, s.scrapeErr = newMetricsScraper(t.info.Endpoint, t.tr, scrapeTimeout); s.scrapeErr != nil {
-		s.scraper = nil
+	if len(t.peers) > 0 {
+		for _, g := range t.all() {
+			run.Gateways = append(run.Gateways, g.info)
+		}
+	}
+	s := &sampler{ctx: ctx, dataDir: dataDir, progress: r.opts.Progress, label: wl.name + " on " + t.label}
+	for _, g := range t.all() {
+		sc, err := newMetricsScraper(g.info.Endpoint, g.tr, scrapeTimeout)
+		if err != nil {
+			s.scrapers, s.scrapeErr = nil, err
+			break
+		}
+		s.scrapers = append(s.scrapers, sc)
+		if g.info.PID > 0 {
+			s.pids = append(s.pids, g.info.PID)
+		}
 	}
 	m, err := r.measure(ctx, t, wl, s.watch)
 	if err != nil {
@@ -232,12 +271,14 @@ func (r *runner) sustainedRun(ctx context.Context, t *target, wl workload, run *
 
 // sampler takes a sustained run's samples (see Sample). Its watch method is
 // the measured phase's watcher: only that goroutine touches the sampler
-// until the phase has ended.
+// until the phase has ended. With several gateways a sample is all of
+// theirs together: their processes' CPU and memory summed, their metrics
+// merged (mergeTTL).
 type sampler struct {
 	ctx      context.Context
-	scraper  *metricsScraper // nil: no metrics
-	pid      int             // server to read from /proc, or 0
-	dataDir  string          // data directory to measure, or ""
+	scrapers []*metricsScraper // one per gateway; none: no metrics
+	pids     []int             // processes to read from /proc, if known
+	dataDir  string            // data directory to measure, or ""
 	progress io.Writer
 	label    string
 
@@ -287,12 +328,10 @@ func (s *sampler) take(start time.Time, ops func() int64) {
 	if dt > 0 {
 		x.OpsPerSec = float64(x.Ops) / dt
 	}
-	if s.pid > 0 {
-		if p, err := ReadProc(s.pid); err == nil {
-			x.ServerCPUSec, x.ServerRSSBytes = ptr(p.CPU.Seconds()), ptr(p.RSS)
-			if prev != nil && prev.ServerCPUSec != nil && dt > 0 {
-				x.ServerCores = ptr((*x.ServerCPUSec - *prev.ServerCPUSec) / dt)
-			}
+	if cpu, rss, ok := readProcs(s.pids); ok {
+		x.ServerCPUSec, x.ServerRSSBytes = ptr(cpu), ptr(rss)
+		if prev != nil && prev.ServerCPUSec != nil && dt > 0 {
+			x.ServerCores = ptr((*x.ServerCPUSec - *prev.ServerCPUSec) / dt)
 		}
 	}
 	if s.dataDir != "" {
@@ -305,17 +344,78 @@ func (s *sampler) take(start time.Time, ops func() int64) {
 			}
 		}
 	}
-	if s.scraper != nil {
-		if m, err := s.scraper.scrape(s.ctx); err == nil {
-			x.TTL = m
-		} else if s.ctx.Err() == nil {
+	if len(s.scrapers) > 0 {
+		var ms []*TTLMetrics
+		var failed error
+		for _, sc := range s.scrapers {
+			m, err := sc.scrape(s.ctx)
+			if err != nil {
+				failed = err
+				break
+			}
+			ms = append(ms, m)
+		}
+		switch {
+		case failed == nil:
+			x.TTL = mergeTTL(ms)
+		case s.ctx.Err() == nil:
 			s.scrapeErrors++
 			if s.scrapeErr == nil {
-				s.scrapeErr = err
+				s.scrapeErr = failed
 			}
 		}
 	}
 	s.samples = append(s.samples, x)
+}
+
+// readProcs returns the CPU time, seconds, and the resident memory of the
+// processes together; ok is false when there are none or one cannot be read.
+func readProcs(pids []int) (cpu float64, rss int64, ok bool) {
+	for _, pid := range pids {
+		p, err := ReadProc(pid)
+		if err != nil {
+			return 0, 0, false
+		}
+		cpu, rss = cpu+p.CPU.Seconds(), rss+p.RSS
+	}
+	return cpu, rss, len(pids) > 0
+}
+
+// mergeTTL combines the metrics of gateways over one store, scraped one
+// after another. The backlog is the store's, which each of them measures:
+// the largest of their figures (the latest scraped may have seen more
+// expire). What the purge did is each gateway's own (one purges a
+// container at a time, under its lease): summed, and its share the largest.
+func mergeTTL(ms []*TTLMetrics) *TTLMetrics {
+	if len(ms) == 1 {
+		return ms[0]
+	}
+	out := &TTLMetrics{}
+	for _, m := range ms {
+		out.PendingDocs = max(out.PendingDocs, m.PendingDocs)
+		out.PendingBytes = max(out.PendingBytes, m.PendingBytes)
+		out.OldestPendingAgeSec = max(out.OldestPendingAgeSec, m.OldestPendingAgeSec)
+		out.PurgedTotal += m.PurgedTotal
+		out.DeferredTotal += m.DeferredTotal
+		out.PurgeShare = mergeOptional(out.PurgeShare, m.PurgeShare, func(a, b float64) float64 { return max(a, b) })
+		out.PurgeBusySecTotal = mergeOptional(out.PurgeBusySecTotal, m.PurgeBusySecTotal, add)
+		out.WriteStallSecTotal = mergeOptional(out.WriteStallSecTotal, m.WriteStallSecTotal, add)
+	}
+	return out
+}
+
+func add(a, b float64) float64 { return a + b }
+
+// mergeOptional combines two figures a server may not export: either alone
+// if the other is absent, else both by f.
+func mergeOptional(a, b *float64, f func(x, y float64) float64) *float64 {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return ptr(f(*a, *b))
 }
 
 // mergeShortLast folds the last sample into the one before when they are

@@ -74,3 +74,24 @@ func TestMergeShortLast(t *testing.T) {
 		t.Errorf("a sample a second later was merged: %d samples", len(s.samples))
 	}
 }
+
+// TestMergeTTL: gateways over one store report one backlog (the largest
+// figure counts) and purges of their own (summed); optional figures merge
+// when any gateway has them.
+func TestMergeTTL(t *testing.T) {
+	a := &TTLMetrics{PendingDocs: 10, PendingBytes: 100, OldestPendingAgeSec: 3, PurgedTotal: 50, DeferredTotal: 2, PurgeShare: ptr(0.5), PurgeBusySecTotal: ptr(1.5)}
+	b := &TTLMetrics{PendingDocs: 12, PendingBytes: 90, OldestPendingAgeSec: 4, PurgedTotal: 0, DeferredTotal: 1, PurgeShare: ptr(0.06), PurgeBusySecTotal: ptr(0.0), WriteStallSecTotal: ptr(2.0)}
+	got := mergeTTL([]*TTLMetrics{a, b})
+	want := TTLMetrics{PendingDocs: 12, PendingBytes: 100, OldestPendingAgeSec: 4, PurgedTotal: 50, DeferredTotal: 3}
+	if got.PendingDocs != want.PendingDocs || got.PendingBytes != want.PendingBytes || got.OldestPendingAgeSec != want.OldestPendingAgeSec ||
+		got.PurgedTotal != want.PurgedTotal || got.DeferredTotal != want.DeferredTotal {
+		t.Errorf("merged %+v, want %+v", *got, want)
+	}
+	if got.PurgeShare == nil || *got.PurgeShare != 0.5 || got.PurgeBusySecTotal == nil || *got.PurgeBusySecTotal != 1.5 ||
+		got.WriteStallSecTotal == nil || *got.WriteStallSecTotal != 2.0 {
+		t.Errorf("optional figures: share %v, busy %v, stalls %v", deref(got.PurgeShare), deref(got.PurgeBusySecTotal), deref(got.WriteStallSecTotal))
+	}
+	if one := mergeTTL([]*TTLMetrics{a}); one != a {
+		t.Errorf("one gateway's metrics: %+v, want them as they are", one)
+	}
+}

@@ -68,7 +68,8 @@ Examples:
 ttl-sustained writes documents with a short --ttl as fast as it can and
 samples the purge's backlog, the data directory and the server's CPU once a
 second; with --spawn it runs twice, on fresh servers with the purge off and
-then on, and compares them.
+then on (as many gateways as --gateways), and compares them. Over a shared
+--store it runs on its own.
 
 Flags:
 `, strings.Join(bench.Workloads, ", "))

@@ -32,6 +32,9 @@ func TestParseBenchFlags(t *testing.T) {
 	if c, err := parseBenchFlags([]string{"--spawn", "--workload", "ttl-sustained", "--rounds", "3"}, io.Discard); err != nil || c.opts.Rounds != 3 {
 		t.Errorf("--rounds 3: %v, %v", c, err)
 	}
+	if _, err := parseBenchFlags([]string{"--spawn", "--gateways", "2", "--serve-args", "--store postgres://h/db", "--workload", "ttl-sustained"}, io.Discard); err != nil {
+		t.Errorf("ttl-sustained on two gateways: %v", err)
+	}
 	if o.Docs != bench.DefaultDocs || o.Concurrency != bench.DefaultConcurrency || o.Duration != 10*time.Second || o.DocSize != 1024 || o.Partitions != 100 || o.Keys != "uniform" {
 		t.Errorf("defaults: %+v", o)
 	}
@@ -59,7 +62,8 @@ func TestParseBenchFlags(t *testing.T) {
 		{[]string{"--spawn", "--gateways", "2", "--serve-args", "--store="}, "need a shared store"},
 		{[]string{"--spawn", "--gateways", "2", "--serve-args", "--store postgres://h/db --data-dir /tmp/x"}, "--data-dir"},
 		{[]string{"--spawn", "--gateways", "3", "--serve-args", "--store postgres://h/db", "--concurrency", "2"}, "concurrency 2 is less than the 3 gateways"},
-		{[]string{"--spawn", "--gateways", "2", "--serve-args", "--store postgres://h/db", "--workload", "ttl-sustained"}, "ttl-sustained runs on one gateway"},
+		{[]string{"--spawn", "--gateways", "2", "--serve-args", "--store postgres://h/db", "--workload", "ttl,ttl-sustained"}, "ttl-sustained over a shared store (--store) runs on its own"},
+		{[]string{"--spawn", "--serve-args", "--store postgres://h/db", "--workload", "create,ttl-sustained"}, "ttl-sustained over a shared store (--store) runs on its own"},
 		{[]string{"--spawn", "--gateways", "-1"}, "gateways must be positive"},
 		{[]string{"--endpoint", "http://a/,,http://b/"}, "empty endpoint"},
 		{[]string{"--endpoint", "http://a/,http://b/", "--server-pid", "12"}, "server-pid names one process"},
