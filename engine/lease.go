@@ -491,7 +491,7 @@ func (s leasedStore) update(ctx context.Context, fn func(kv.Tx) error, run func(
 	if err != nil {
 		return err
 	}
-	defer s.writers.sem.Release(weight)
+	defer s.writers.leave(weight)
 	return run(ctx, fn)
 }
 
@@ -520,11 +520,14 @@ func (g *writerGate) weight(gateways int64) int64 {
 }
 
 // enter waits until the transaction may run, while gateways are live, and
-// returns the weight it holds until it gives it back to sem.
+// returns the weight it holds until it leaves.
 func (g *writerGate) enter(ctx context.Context, gateways int64) (int64, error) {
 	w := g.weight(gateways)
 	return w, g.sem.Acquire(ctx, w)
 }
+
+// leave gives back the weight enter returned.
+func (g *writerGate) leave(weight int64) { g.sem.Release(weight) }
 
 // writerShare is how many of limit writers each of the live gateways runs:
 // an even split, rounded up, so that the gateways together run at least limit

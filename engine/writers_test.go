@@ -307,7 +307,7 @@ func TestWritersSplitBetweenGateways(t *testing.T) {
 		n := int64(0)
 		for ; gate.sem.TryAcquire(weight); n++ {
 		}
-		gate.sem.Release(n * weight)
+		gate.leave(n * weight)
 		h.let()
 		if err := <-done; err != nil {
 			t.Fatal(err)

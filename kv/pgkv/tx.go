@@ -377,10 +377,10 @@ func (t *txn) queueRun(del bool, key, value []byte) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
-	if r := &t.mu.run; len(r.keys) > 0 && r.del != del {
-		t.flushRun()
-	}
 	r := &t.mu.run
+	if len(r.keys) > 0 && r.del != del {
+		t.flushRun() // empties *r
+	}
 	r.del = del
 	r.keys = append(r.keys, key)
 	if !del {
