@@ -429,6 +429,9 @@ func open(opts Options, fs vfs.FS) (*Store, error) {
 		if s.space != nil {
 			base = spaceFS{FS: base, g: s.space}
 		}
+		// Over the space guard: a log's fill is more of the log's writes, and
+		// meets a full disk as they do.
+		base = walFillFS{FS: base}
 		// What Pebble does when Options.FS is nil, except that we own the
 		// closer (Pebble does not close its own wrapper when Open fails,
 		// leaking the wrapper's ticker goroutine), and slow operations are
