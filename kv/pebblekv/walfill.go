@@ -90,6 +90,16 @@ func (f *walFillFile) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// WriteAt implements io.WriterAt. Pebble writes its logs with Write alone;
+// a write elsewhere is counted all the same, so that no fill clears it.
+func (f *walFillFile) WriteAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.File.WriteAt(p, off)
+	f.end = max(f.end, off+int64(n))
+	return n, err
+}
+
 // fill writes zeros from the file's end up to target. The store's space
 // guard sits under it, so a fill meets a full disk as the log's appends do
 // (it releases the ballast, or waits for space). A fill that fails all the

@@ -58,6 +58,26 @@ func TestWALFillKeepsLogsWrittenAhead(t *testing.T) {
 		t.Error("the log does not read as its appends followed by zeros")
 	}
 
+	// A write elsewhere is never cleared by a later fill.
+	at, err := fs.Create(filepath.Join(dir, "000004.log"), vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := at.WriteAt([]byte("far"), walFillStep/2); err != nil {
+		t.Fatal(err)
+	}
+	write(at, first)
+	if err := at.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "000004.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b[walFillStep/2:]); got != "far" {
+		t.Errorf("a write at %d reads back as %q after a fill", walFillStep/2, got)
+	}
+
 	// Reused: its two steps are written already, so appends within them
 	// leave its size alone.
 	reused, err := fs.ReuseForWrite(filepath.Join(dir, "000001.log"), filepath.Join(dir, "000002.log"), vfs.WriteCategoryUnspecified)
