@@ -566,7 +566,10 @@ func testReadYourWrites(t *testing.T, s kv.Store) {
 // run as one statement: pgkv does.)
 func testWriteRuns(t *testing.T, s kv.Store) {
 	rng := rand.New(rand.NewPCG(7, 21))
-	keys := []string{"", "a", "b", "c", "d", "e", "f", "g"}
+	// "\x00" rather than "": Pebble's invariant checks (on under -race)
+	// take an sstable whose first key is empty for one out of order, and
+	// no store of the engine writes an empty key.
+	keys := []string{"\x00", "a", "b", "c", "d", "e", "f", "g"}
 	model := map[string]string{}
 	want := func() []pair {
 		var out []pair
